@@ -1,0 +1,7 @@
+/** Buffers as MemorySegments, data types, reduce operations and reduction kernels. */
+module dev.panamax.memory {
+    requires dev.panamax.bindings;
+    exports dev.panamax.memory;
+    // Used by the transports in dev.panamax.collectives; not public API.
+    exports dev.panamax.memory.internal to dev.panamax.collectives, dev.panamax.verbs, dev.panamax.cuda;
+}

@@ -1,0 +1,4 @@
+/** RDMA over libibverbs. */
+module dev.panamax.verbs {
+    requires transitive dev.panamax.memory;
+}
