@@ -1,0 +1,99 @@
+package dev.panamax.collectives;
+
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A group of ranks that run collectives together. Every rank calls the same collectives in the
+ * same order with matching arguments. Counts are in elements of the given {@link DataType}; a
+ * send and receive segment may be the same segment (in place).
+ *
+ * <p>Blocking calls return when this rank's part is done and its receive buffer holds the result.
+ * Every wait is bounded by the communicator's timeout; a peer that dies or stops answering turns
+ * into a {@link CollectiveException} naming it. Asynchronous calls run in issue order on a
+ * per-communicator worker and complete their future the same way; buffers passed to them must
+ * stay untouched until the future completes.
+ *
+ * <p>Buffers from {@link #allocate} live in shared memory that peers on the same host read
+ * directly, so collectives on them copy nothing through staging.
+ */
+public interface Communicator extends AutoCloseable {
+
+    /** This rank, 0 &lt;= rank &lt; size. */
+    int rank();
+
+    /** The number of ranks. */
+    int size();
+
+    /** The name of the transport used to reach {@code peer} ({@code local}, {@code shm}, {@code tcp}, {@code self}). */
+    String transportTo(int peer);
+
+    /** recv[i] = op over all ranks of send[i], i &lt; count, on every rank. */
+    void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
+
+    /** In-place all-reduce of {@code count} elements of {@code buffer}. */
+    default void allReduce(MemorySegment buffer, long count, DataType type, ReduceOp op) {
+        allReduce(buffer, buffer, count, type, op);
+    }
+
+    /**
+     * NCCL semantics: {@code send} holds {@code size * recvCount} elements; rank r receives the
+     * reduction of block r (elements {@code [r*recvCount, (r+1)*recvCount)}) in {@code recv}.
+     */
+    void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op);
+
+    /** NCCL semantics: {@code recv} holds {@code size * sendCount} elements, block r from rank r. */
+    void allGather(MemorySegment send, MemorySegment recv, long sendCount, DataType type);
+
+    /** Copies root's {@code send} into every rank's {@code recv} ({@code send} is read only at root). */
+    void broadcast(MemorySegment send, MemorySegment recv, long count, DataType type, int root);
+
+    /** In-place broadcast of root's {@code buffer}. */
+    default void broadcast(MemorySegment buffer, long count, DataType type, int root) {
+        broadcast(buffer, buffer, count, type, root);
+    }
+
+    /** recv at root = op over all ranks of send; {@code recv} is written only at root. */
+    void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root);
+
+    /** Returns once every rank has entered the barrier. */
+    void barrier();
+
+    /** Asynchronous {@link #allReduce(MemorySegment, MemorySegment, long, DataType, ReduceOp)}. */
+    CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
+
+    /** Asynchronous {@link #reduceScatter}. */
+    CompletableFuture<Void> reduceScatterAsync(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op);
+
+    /** Asynchronous {@link #allGather}. */
+    CompletableFuture<Void> allGatherAsync(MemorySegment send, MemorySegment recv, long sendCount, DataType type);
+
+    /** Asynchronous {@link #broadcast(MemorySegment, MemorySegment, long, DataType, int)}. */
+    CompletableFuture<Void> broadcastAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root);
+
+    /** Asynchronous {@link #reduce}. */
+    CompletableFuture<Void> reduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root);
+
+    /** Asynchronous {@link #barrier}. */
+    CompletableFuture<Void> barrierAsync();
+
+    /**
+     * A zeroed, page-aligned buffer in memory that same-host peers can read directly (zero-copy for
+     * the shared-memory transport). Local, not collective. Freed when the communicator closes or
+     * by {@link #free}.
+     */
+    MemorySegment allocate(long byteSize);
+
+    /** Frees a buffer from {@link #allocate} now. */
+    void free(MemorySegment buffer);
+
+    /** The timeout of every wait inside a collective, in nanoseconds. */
+    long timeoutNanos();
+
+    /** Releases transports, shared memory and threads. Idempotent. Pending async calls fail. */
+    @Override
+    void close();
+}

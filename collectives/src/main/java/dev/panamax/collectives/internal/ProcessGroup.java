@@ -1,0 +1,223 @@
+package dev.panamax.collectives.internal;
+
+import dev.panamax.collectives.CollectiveException;
+import dev.panamax.collectives.CollectiveTimeoutException;
+import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.CommunicatorBuilder.TransportKind;
+import dev.panamax.collectives.LaunchConfig;
+import dev.panamax.memory.SharedMemory;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Connects the communicator of one process: rendezvous through the store, then a link per peer.
+ * Peers on this host (same host name and boot id) get shared memory unless TCP is forced; the
+ * others TCP. TCP connections go from the higher rank to the lower, each opened by a hello that
+ * names the connecting rank.
+ */
+public final class ProcessGroup {
+    private static final int SOCKET_BUFFER_BYTES = 4 << 20;
+
+    private ProcessGroup() {
+    }
+
+    public static Communicator connect(LaunchConfig config, TransportKind kind, long timeoutNanos, String bindAddress) {
+        int rank = config.rank();
+        int size = config.worldSize();
+        Store.Server server = null;
+        Store.Client store = null;
+        List<AutoCloseable> opened = new ArrayList<>();
+        try {
+            if (rank == 0) {
+                server = new Store.Server(config.masterAddr(), config.masterPort());
+            }
+            store = Store.Client.connect(config.masterAddr(), config.masterPort(), timeoutNanos, rank);
+            long pid = ProcessHandle.current().pid();
+            String host = hostIdentity();
+
+            InetAddress local = InetAddress.getByName(bindAddress != null ? bindAddress : config.masterAddr());
+            ServerSocketChannel listener = ServerSocketChannel.open();
+            opened.add(listener);
+            listener.bind(new InetSocketAddress(local, 0), size);
+            String endpoint = local.getHostAddress() + ":" + ((InetSocketAddress) listener.getLocalAddress()).getPort();
+
+            store.set("rank/" + rank, pid + " " + host + " " + endpoint);
+            long[] pids = new long[size];
+            String[] hosts = new String[size];
+            String[] endpoints = new String[size];
+            for (int p = 0; p < size; p++) {
+                String[] f = store.get("rank/" + p).split(" ");
+                pids[p] = Long.parseLong(f[0]);
+                hosts[p] = f[1];
+                endpoints[p] = f[2];
+            }
+
+            boolean[] useShm = new boolean[size];
+            boolean anyShm = false;
+            for (int p = 0; p < size; p++) {
+                if (p == rank) {
+                    continue;
+                }
+                boolean sameHost = hosts[p].equals(host);
+                if (kind == TransportKind.SHM && !sameHost) {
+                    throw new CollectiveException("transport shm was forced but rank " + p + " runs on another host (" + hosts[p] + ")");
+                }
+                useShm[p] = sameHost && kind != TransportKind.TCP;
+                anyShm |= useShm[p];
+            }
+
+            Link[] links = new Link[size];
+            ShmAllocator shmAllocator = new ShmAllocator();
+            opened.add(shmAllocator);
+            SharedMemory.Region inbox = null;
+            if (anyShm) {
+                inbox = SharedMemory.create("inbox-" + rank, size * ShmLink.BLOCK_BYTES);
+                opened.add(inbox);
+                store.set("shm/" + rank, inbox.handle().encode());
+                for (int p = 0; p < size; p++) {
+                    if (useShm[p]) {
+                        SharedMemory.Region peerInbox = SharedMemory.attach(SharedMemory.Handle.decode(store.get("shm/" + p)));
+                        links[p] = new ShmLink(rank, p, pids[p], inbox.segment(), peerInbox, shmAllocator);
+                        opened.add(links[p]);
+                    }
+                }
+            }
+            connectTcp(rank, size, useShm, endpoints, listener, links, opened, timeoutNanos);
+            listener.close();
+
+            // Nobody may leave before every peer has mapped its inbox and connected.
+            store.barrier("connected", size);
+
+            SharedMemory.Region ownInbox = inbox;
+            Store.Server ownServer = server;
+            Store.Client ownStore = store;
+            return new CommunicatorImpl(rank, size, links, timeoutNanos, shmAllocator, () -> {
+                if (ownInbox != null) {
+                    ownInbox.close();
+                }
+                ownStore.close();
+                if (ownServer != null) {
+                    ownServer.close();
+                }
+            });
+        } catch (IOException e) {
+            closeAll(opened, store, server);
+            throw new CollectiveException("rank " + rank + ": connecting the communicator failed: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            closeAll(opened, store, server);
+            throw e;
+        }
+    }
+
+    private static void connectTcp(int rank, int size, boolean[] useShm, String[] endpoints, ServerSocketChannel listener,
+                                   Link[] links, List<AutoCloseable> opened, long timeoutNanos) throws IOException {
+        long deadline = System.nanoTime() + timeoutNanos;
+        // Connect to every lower TCP peer.
+        for (int p = 0; p < rank; p++) {
+            if (useShm[p]) {
+                continue;
+            }
+            String[] hp = endpoints[p].split(":");
+            SocketChannel ch = SocketChannel.open();
+            opened.add(ch);
+            tune(ch);
+            ch.connect(new InetSocketAddress(hp[0], Integer.parseInt(hp[1])));
+            ByteBuffer hello = ByteBuffer.allocate(4).putInt(0, rank);
+            while (hello.hasRemaining()) {
+                ch.write(hello);
+            }
+            links[p] = new TcpLink(rank, p, ch);
+            opened.add(links[p]);
+        }
+        // Accept every higher TCP peer.
+        int expected = 0;
+        for (int p = rank + 1; p < size; p++) {
+            if (!useShm[p]) {
+                expected++;
+            }
+        }
+        listener.configureBlocking(false);
+        while (expected > 0) {
+            SocketChannel ch = listener.accept();
+            if (ch == null) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new CollectiveTimeoutException("rank " + rank + ": timed out waiting for TCP connections from higher ranks");
+                }
+                try {
+                    Thread.sleep(1);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new CollectiveException("interrupted while connecting");
+                }
+                continue;
+            }
+            opened.add(ch);
+            ch.configureBlocking(true);
+            tune(ch);
+            ByteBuffer hello = ByteBuffer.allocate(4);
+            ch.socket().setSoTimeout(10_000);
+            while (hello.hasRemaining()) {
+                if (ch.read(hello) < 0) {
+                    throw new IOException("a connection closed before saying which rank it is");
+                }
+            }
+            int p = hello.getInt(0);
+            if (p <= rank || p >= size || useShm[p] || links[p] != null) {
+                ch.close();
+                continue; // not one of ours, or a duplicate: drop it
+            }
+            links[p] = new TcpLink(rank, p, ch);
+            opened.add(links[p]);
+            expected--;
+        }
+    }
+
+    private static void tune(SocketChannel ch) throws IOException {
+        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        ch.setOption(StandardSocketOptions.SO_SNDBUF, SOCKET_BUFFER_BYTES);
+        ch.setOption(StandardSocketOptions.SO_RCVBUF, SOCKET_BUFFER_BYTES);
+    }
+
+    /** Host name plus kernel boot id: processes agreeing on both can share memory. */
+    static String hostIdentity() {
+        String name;
+        try {
+            name = InetAddress.getLocalHost().getHostName();
+        } catch (IOException e) {
+            name = "localhost";
+        }
+        String boot = "";
+        try {
+            boot = Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).trim();
+        } catch (IOException ignored) {
+            // not Linux: the name alone
+        }
+        return (name + "/" + boot).replace(' ', '_');
+    }
+
+    private static void closeAll(List<AutoCloseable> opened, Store.Client store, Store.Server server) {
+        for (int i = opened.size() - 1; i >= 0; i--) {
+            try {
+                opened.get(i).close();
+            } catch (Exception ignored) {
+                // unwinding a failed connect
+            }
+        }
+        if (store != null) {
+            store.close();
+        }
+        if (server != null) {
+            server.close();
+        }
+    }
+}

@@ -1,0 +1,229 @@
+package dev.panamax.collectives.internal;
+
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+import dev.panamax.memory.Reductions;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Ring collectives (Baidu's schedule, paper 003): reduce-scatter in n-1 steps where each rank
+ * passes one chunk to its right neighbour and folds the chunk from its left one into its own,
+ * then all-gather in n-1 steps passing the finished chunks round. Each rank sends and receives
+ * 2(n-1)/n of the data, independent of n. Broadcast is a pipelined chain from the root, reduce
+ * is the ring reduce-scatter followed by a gather of the chunks at the root, and the barrier is a
+ * dissemination barrier of empty messages (ceil(log2 n) rounds).
+ *
+ * <p>Counts need not divide by n: chunk i has {@code count/n} elements plus one for the first
+ * {@code count%n} chunks, so chunks may be empty (empty messages still flow, keeping the ranks in
+ * step).
+ */
+final class Ring {
+    /** Broadcast pipelines in pieces of this many bytes (rounded down to whole elements). */
+    private static final long BROADCAST_PIECE_BYTES = 512 * 1024;
+
+    private final int rank;
+    private final int size;
+    private final Link[] links;
+    private final Waiter waiter;
+    private final Scratch scratch;
+
+    Ring(int rank, int size, Link[] links, Waiter waiter, Scratch scratch) {
+        this.rank = rank;
+        this.size = size;
+        this.links = links;
+        this.waiter = waiter;
+        this.scratch = scratch;
+    }
+
+    private Link right() {
+        return links[(rank + 1) % size];
+    }
+
+    private Link left() {
+        return links[(rank - 1 + size) % size];
+    }
+
+    static long chunkStart(long count, int n, int i) {
+        long base = count / n;
+        long rem = count % n;
+        return i * base + Math.min(i, rem);
+    }
+
+    static long chunkCount(long count, int n, int i) {
+        return count / n + (i < count % n ? 1 : 0);
+    }
+
+    private static MemorySegment chunk(MemorySegment s, long count, int n, int i, int elem) {
+        return s.asSlice(chunkStart(count, n, i) * elem, chunkCount(count, n, i) * elem);
+    }
+
+    void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        int n = size;
+        int e = type.byteSize();
+        waiter.begin("allreduce", 2 * (n - 1));
+        if (count == 0) {
+            return;
+        }
+        if (n == 1) {
+            copyIfDistinct(send, recv, count * e);
+            return;
+        }
+        reduceScatterChunks(send, recv, count, type, op);
+        int owned = (rank + 1) % n;
+        if (op == ReduceOp.AVG) {
+            Reductions.divide(type, recv, chunkStart(count, n, owned) * e, chunkCount(count, n, owned), n);
+        }
+        for (int s = 0; s < n - 1; s++) {
+            waiter.step(n - 1 + s);
+            int sc = Math.floorMod(rank + 1 - s, n);
+            int rc = Math.floorMod(rank - s, n);
+            Request tx = right().send(chunk(recv, count, n, sc, e));
+            Request rx = left().recv(chunk(recv, count, n, rc, e), null, type, null);
+            waiter.await(tx, rx);
+        }
+    }
+
+    /** Ring reduce-scatter over the n chunks of {@code count}; afterwards chunk (rank+1)%n of {@code work} is complete. */
+    private void reduceScatterChunks(MemorySegment send, MemorySegment work, long count, DataType type, ReduceOp op) {
+        int n = size;
+        int e = type.byteSize();
+        for (int s = 0; s < n - 1; s++) {
+            waiter.step(s);
+            int sc = Math.floorMod(rank - s, n);
+            int rc = Math.floorMod(rank - s - 1, n);
+            Request tx = right().send(chunk(s == 0 ? send : work, count, n, sc, e));
+            Request rx = left().recv(chunk(work, count, n, rc, e), chunk(send, count, n, rc, e), type, op);
+            waiter.await(tx, rx);
+        }
+    }
+
+    void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
+        int n = size;
+        long blockBytes = recvCount * type.byteSize();
+        waiter.begin("reducescatter", n - 1);
+        if (recvCount == 0) {
+            return;
+        }
+        if (n == 1) {
+            copyIfDistinct(send, recv, blockBytes);
+            return;
+        }
+        MemorySegment out = recv.asSlice(0, blockBytes);
+        for (int s = 0; s < n - 1; s++) {
+            waiter.step(s);
+            int sb = Math.floorMod(rank - s - 1, n);
+            int rb = Math.floorMod(rank - s - 2, n);
+            // Partial sums alternate between two scratch blocks; the last step lands in recv.
+            MemorySegment from = s == 0 ? send.asSlice(sb * blockBytes, blockBytes) : scratch.get((s - 1) % 2, blockBytes);
+            MemorySegment into = s == n - 2 ? out : scratch.get(s % 2, blockBytes);
+            Request tx = right().send(from);
+            Request rx = left().recv(into, send.asSlice(rb * blockBytes, blockBytes), type, op);
+            waiter.await(tx, rx);
+        }
+        if (op == ReduceOp.AVG) {
+            Reductions.divide(type, out, 0, recvCount, n);
+        }
+    }
+
+    void allGather(MemorySegment send, MemorySegment recv, long sendCount, DataType type) {
+        int n = size;
+        long blockBytes = sendCount * type.byteSize();
+        waiter.begin("allgather", n - 1);
+        if (sendCount == 0) {
+            return;
+        }
+        copyIfDistinct(send, recv.asSlice(rank * blockBytes, blockBytes), blockBytes);
+        for (int s = 0; s < n - 1; s++) {
+            waiter.step(s);
+            int sb = Math.floorMod(rank - s, n);
+            int rb = Math.floorMod(rank - s - 1, n);
+            Request tx = right().send(recv.asSlice(sb * blockBytes, blockBytes));
+            Request rx = left().recv(recv.asSlice(rb * blockBytes, blockBytes), null, type, null);
+            waiter.await(tx, rx);
+        }
+    }
+
+    void broadcast(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
+        int n = size;
+        int e = type.byteSize();
+        long bytes = count * e;
+        long piece = Math.max(e, BROADCAST_PIECE_BYTES / e * e);
+        int pieces = (int) Math.max(1, (bytes + piece - 1) / piece);
+        waiter.begin("broadcast", pieces + 1);
+        if (count == 0) {
+            return;
+        }
+        if (rank == root) {
+            copyIfDistinct(send, recv, bytes);
+        }
+        if (n == 1) {
+            return;
+        }
+        int pos = Math.floorMod(rank - root, n);
+        Link prev = pos == 0 ? null : links[Math.floorMod(rank - 1, n)];
+        Link next = pos == n - 1 ? null : links[(rank + 1) % n];
+        MemorySegment data = rank == root ? send : recv;
+        // Step k receives piece k and forwards piece k-1, so every hop of the chain is busy at once.
+        for (int k = 0; k <= pieces; k++) {
+            waiter.step(k);
+            Request rx = prev != null && k < pieces ? prev.recv(piece(data, bytes, piece, k), null, type, null) : null;
+            Request tx = next != null && k > 0 ? next.send(piece(data, bytes, piece, k - 1)) : null;
+            waiter.awaitAll(rx, tx, null, null);
+        }
+    }
+
+    private static MemorySegment piece(MemorySegment s, long bytes, long piece, int k) {
+        long off = k * piece;
+        return s.asSlice(off, Math.min(piece, bytes - off));
+    }
+
+    void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
+        int n = size;
+        int e = type.byteSize();
+        waiter.begin("reduce", n);
+        if (count == 0) {
+            return;
+        }
+        if (n == 1) {
+            copyIfDistinct(send, recv, count * e);
+            return;
+        }
+        MemorySegment work = rank == root ? recv : scratch.get(2, count * e);
+        reduceScatterChunks(send, work, count, type, op);
+        int owned = (rank + 1) % n;
+        if (op == ReduceOp.AVG) {
+            Reductions.divide(type, work, chunkStart(count, n, owned) * e, chunkCount(count, n, owned), n);
+        }
+        waiter.step(n - 1);
+        if (rank != root) {
+            waiter.await(links[root].send(chunk(work, count, n, owned, e)));
+            return;
+        }
+        // The root holds chunk root+1; chunk c is owned by rank c-1.
+        for (int c = 0; c < n; c++) {
+            int owner = Math.floorMod(c - 1, n);
+            if (owner != root) {
+                waiter.await(links[owner].recv(chunk(recv, count, n, c, e), null, type, null));
+            }
+        }
+    }
+
+    void barrier() {
+        int n = size;
+        int rounds = 32 - Integer.numberOfLeadingZeros(Math.max(0, n - 1));
+        waiter.begin("barrier", rounds);
+        for (int k = 1, s = 0; k < n; k <<= 1, s++) {
+            waiter.step(s);
+            Request tx = links[(rank + k) % n].send(MemorySegment.NULL);
+            Request rx = links[Math.floorMod(rank - k, n)].recv(MemorySegment.NULL, null, DataType.UINT8, null);
+            waiter.await(tx, rx);
+        }
+    }
+
+    private static void copyIfDistinct(MemorySegment from, MemorySegment to, long bytes) {
+        if (from.address() != to.address() || !from.heapBase().equals(to.heapBase())) {
+            MemorySegment.copy(from, 0, to, 0, bytes);
+        }
+    }
+}

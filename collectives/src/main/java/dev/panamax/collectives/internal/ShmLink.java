@@ -1,0 +1,315 @@
+package dev.panamax.collectives.internal;
+
+import dev.panamax.collectives.CollectiveException;
+import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+import dev.panamax.memory.Reductions;
+import dev.panamax.memory.SharedMemory;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The shared-memory transport to a peer process of this host.
+ *
+ * <p>Every rank owns an inbox (one memfd region) with one channel block per sender. A channel is a
+ * single-producer single-consumer ring of {@link #SLOTS} slots: the sender fills a slot and
+ * publishes it by a release-store of {@code head}; the receiver consumes it and release-stores
+ * {@code tail}. A slot carries either a piece of the message inline ({@link #SLOT_BYTES} at most:
+ * the sender copies in while the receiver copies or reduces out, pipelined), or, when the send
+ * buffer came from the communicator's shared-memory allocator, a reference to it: the receiver
+ * maps the sender's region and reads the data where it lies (zero copies through staging), and
+ * the send completes when the receiver has consumed it.
+ */
+final class ShmLink extends Link {
+    static final int SLOTS = 8;
+    static final long SLOT_BYTES = 256 * 1024;
+    /** Messages at least this long go by reference when they lie in shared memory. */
+    static final long BY_REFERENCE_MIN_BYTES = 64 * 1024;
+
+    private static final long HEAD = 0;
+    private static final long TAIL = 64;
+    private static final long SENDER_CLOSED = 128;
+    private static final long RECEIVER_CLOSED = 192;
+    private static final long DESCRIPTORS = 256;
+    private static final long DESCRIPTOR_BYTES = 64;
+    private static final long DATA = 4096;
+    static final long BLOCK_BYTES = DATA + SLOTS * SLOT_BYTES;
+
+    // descriptor fields
+    private static final long D_KIND = 0;
+    private static final long D_MESSAGE_BYTES = 8;
+    private static final long D_PIECE_BYTES = 16;
+    private static final long D_REGION_ID = 24;
+    private static final long D_FD = 32;
+    private static final long D_REGION_BYTES = 40;
+    private static final long D_OFFSET = 48;
+    private static final long KIND_INLINE = 1;
+    private static final long KIND_REFERENCE = 2;
+
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final ValueLayout.OfLong L = ValueLayout.JAVA_LONG;
+
+    private final int self;
+    private final long peerPid;
+    /** Channel from the peer to us: block {@code peer} of our inbox. */
+    private final MemorySegment in;
+    /** Channel from us to the peer: block {@code self} of the peer's inbox. */
+    private final MemorySegment out;
+    private final SharedMemory.Region peerInbox;
+    private final ShmAllocator allocator;
+    private final ArrayDeque<SendReq> sends = new ArrayDeque<>();
+    private final ArrayDeque<SendReq> awaitingConsumption = new ArrayDeque<>();
+    private final ArrayDeque<RecvReq> recvs = new ArrayDeque<>();
+    private final PeerRegions peerRegions = new PeerRegions();
+    private long head;       // next slot we publish on out
+    private long peerTail;   // last seen consumer position of out
+    private long tail;       // next slot we consume on in
+    private boolean closed;
+
+    ShmLink(int self, int peer, long peerPid, MemorySegment ownInbox, SharedMemory.Region peerInbox, ShmAllocator allocator) {
+        super(peer);
+        this.self = self;
+        this.peerPid = peerPid;
+        this.in = ownInbox.asSlice(peer * BLOCK_BYTES, BLOCK_BYTES);
+        this.out = peerInbox.segment().asSlice(self * BLOCK_BYTES, BLOCK_BYTES);
+        this.peerInbox = peerInbox;
+        this.allocator = allocator;
+        this.head = (long) LONG.getAcquire(out, HEAD);
+        this.peerTail = (long) LONG.getAcquire(out, TAIL);
+        this.tail = (long) LONG.getAcquire(in, TAIL);
+    }
+
+    @Override
+    public String kind() {
+        return "shm";
+    }
+
+    @Override
+    public Request send(MemorySegment src) {
+        SendReq r = new SendReq(this, src);
+        if (src.byteSize() >= BY_REFERENCE_MIN_BYTES) {
+            r.located = allocator.locate(src);
+        }
+        sends.add(r);
+        return r;
+    }
+
+    @Override
+    public Request recv(MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
+        RecvReq r = new RecvReq(this, dst, with, type, op);
+        recvs.add(r);
+        return r;
+    }
+
+    @Override
+    public void progress() {
+        progressSends();
+        progressRecvs();
+        SendReq c;
+        if ((c = awaitingConsumption.peek()) != null && (long) LONG.getAcquire(out, TAIL) > c.referenceSlot) {
+            peerTail = (long) LONG.getAcquire(out, TAIL);
+            while ((c = awaitingConsumption.peek()) != null && peerTail > c.referenceSlot) {
+                c.done = true;
+                awaitingConsumption.poll();
+            }
+        }
+    }
+
+    private boolean slotFree() {
+        if (head - peerTail < SLOTS) {
+            return true;
+        }
+        peerTail = (long) LONG.getAcquire(out, TAIL);
+        return head - peerTail < SLOTS;
+    }
+
+    private void progressSends() {
+        SendReq r;
+        while ((r = sends.peek()) != null && slotFree()) {
+            long slot = head % SLOTS;
+            long d = DESCRIPTORS + slot * DESCRIPTOR_BYTES;
+            long bytes = r.src.byteSize();
+            out.set(L, d + D_MESSAGE_BYTES, bytes);
+            if (r.located != null) {
+                out.set(L, d + D_KIND, KIND_REFERENCE);
+                out.set(L, d + D_PIECE_BYTES, bytes);
+                out.set(L, d + D_REGION_ID, r.located.regionId());
+                out.set(L, d + D_FD, r.located.handle().fd());
+                out.set(L, d + D_REGION_BYTES, r.located.handle().byteSize());
+                out.set(L, d + D_OFFSET, r.located.offset());
+                r.referenceSlot = head;
+                LONG.setRelease(out, HEAD, ++head);
+                sends.poll();
+                awaitingConsumption.add(r);
+                continue;
+            }
+            long piece = Math.min(SLOT_BYTES, bytes - r.offset);
+            MemorySegment.copy(r.src, r.offset, out, DATA + slot * SLOT_BYTES, piece);
+            out.set(L, d + D_KIND, KIND_INLINE);
+            out.set(L, d + D_PIECE_BYTES, piece);
+            r.offset += piece;
+            LONG.setRelease(out, HEAD, ++head);
+            if (r.offset == bytes) {
+                r.done = true;
+                sends.poll();
+            }
+        }
+    }
+
+    private void progressRecvs() {
+        RecvReq r;
+        while ((r = recvs.peek()) != null && (long) LONG.getAcquire(in, HEAD) > tail) {
+            long slot = tail % SLOTS;
+            long d = DESCRIPTORS + slot * DESCRIPTOR_BYTES;
+            long expected = r.dst.byteSize();
+            long messageBytes = in.get(L, d + D_MESSAGE_BYTES);
+            if (messageBytes != expected) {
+                throw new CollectiveException("rank " + peer + " sent " + messageBytes + " bytes but rank " + self + " expected "
+                        + expected + " (mismatched counts or types across ranks)");
+            }
+            long kind = in.get(L, d + D_KIND);
+            long piece = in.get(L, d + D_PIECE_BYTES);
+            MemorySegment source;
+            if (kind == KIND_REFERENCE) {
+                MemorySegment region = peerRegions.map(in.get(L, d + D_REGION_ID), (int) in.get(L, d + D_FD), in.get(L, d + D_REGION_BYTES));
+                source = region.asSlice(in.get(L, d + D_OFFSET), piece);
+            } else {
+                source = in.asSlice(DATA + slot * SLOT_BYTES, piece);
+            }
+            if (r.op == null) {
+                MemorySegment.copy(source, 0, r.dst, r.offset, piece);
+            } else if (piece > 0) {
+                Reductions.reduce(r.type, r.op, r.dst, r.offset, r.with, r.offset, source, 0, piece / r.type.byteSize());
+            }
+            r.offset += piece;
+            LONG.setRelease(in, TAIL, ++tail);
+            if (r.offset == expected) {
+                r.done = true;
+                recvs.poll();
+            }
+        }
+    }
+
+    @Override
+    public void checkPeer() {
+        if (in.get(ValueLayout.JAVA_INT, SENDER_CLOSED) != 0 || out.get(ValueLayout.JAVA_INT, RECEIVER_CLOSED) != 0) {
+            throw new PeerFailedException(peer, "rank " + self + ": peer rank " + peer + " (pid " + peerPid + ") closed its communicator", null);
+        }
+        if (!isAlive(peerPid)) {
+            throw new PeerFailedException(peer, "rank " + self + ": peer rank " + peer + " (pid " + peerPid + ") died", null);
+        }
+    }
+
+    /** Alive means the process exists and is not a zombie (a killed child not yet reaped). */
+    static boolean isAlive(long pid) {
+        try {
+            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            int close = stat.lastIndexOf(')');
+            char state = close > 0 && close + 2 < stat.length() ? stat.charAt(close + 2) : '?';
+            return state != 'Z' && state != 'X';
+        } catch (NoSuchFileException e) {
+            return false;
+        } catch (IOException e) {
+            return true;
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            out.set(ValueLayout.JAVA_INT, SENDER_CLOSED, 1);
+            in.set(ValueLayout.JAVA_INT, RECEIVER_CLOSED, 1);
+        } catch (IllegalStateException ignored) {
+            // already unmapped
+        }
+        peerRegions.closeAll();
+        peerInbox.close();
+    }
+
+    /** The peer's shared buffers this side has mapped, least recently used dropped past a bound. */
+    private final class PeerRegions {
+        private static final int MAX_MAPPED = 64;
+        private final LinkedHashMap<Long, SharedMemory.Region> mapped = new LinkedHashMap<>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Long, SharedMemory.Region> eldest) {
+                if (size() > MAX_MAPPED) {
+                    eldest.getValue().close();
+                    return true;
+                }
+                return false;
+            }
+        };
+
+        MemorySegment map(long regionId, int fd, long byteSize) {
+            SharedMemory.Region r = mapped.get(regionId);
+            if (r == null) {
+                try {
+                    r = SharedMemory.attach(new SharedMemory.Handle(peerPid, fd, byteSize));
+                } catch (RuntimeException e) {
+                    throw new PeerFailedException(peer, "rank " + self + ": cannot map the buffer rank " + peer + " sent: " + e.getMessage(), e);
+                }
+                mapped.put(regionId, r);
+            }
+            return r.segment();
+        }
+
+        void closeAll() {
+            for (SharedMemory.Region r : mapped.values()) {
+                r.close();
+            }
+            mapped.clear();
+        }
+    }
+
+    private static final class SendReq extends Request {
+        final MemorySegment src;
+        ShmAllocator.Located located;
+        long offset;
+        long referenceSlot;
+
+        SendReq(ShmLink link, MemorySegment src) {
+            super(link);
+            this.src = src;
+        }
+
+        @Override
+        public String describe() {
+            return "send of " + src.byteSize() + " bytes to rank " + link.peer() + " over shm (" + offset + " sent)";
+        }
+    }
+
+    private static final class RecvReq extends Request {
+        final MemorySegment dst;
+        final MemorySegment with;
+        final DataType type;
+        final ReduceOp op;
+        long offset;
+
+        RecvReq(ShmLink link, MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
+            super(link);
+            this.dst = dst;
+            this.with = with;
+            this.type = type;
+            this.op = op;
+        }
+
+        @Override
+        public String describe() {
+            return "receive of " + dst.byteSize() + " bytes from rank " + link.peer() + " over shm (" + offset + " received)";
+        }
+    }
+}

@@ -1,0 +1,236 @@
+package dev.panamax.collectives.internal;
+
+import dev.panamax.collectives.CollectiveException;
+import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+import dev.panamax.memory.Reductions;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayDeque;
+
+/**
+ * The TCP transport: one non-blocking socket per peer. Each message is an 8-byte length followed
+ * by the payload, written from and read into the {@link MemorySegment}s themselves through
+ * {@link MemorySegment#asByteBuffer()} views (no byte[] in between). A reducing receive reads into
+ * a small native staging buffer and folds it into the destination piece by piece.
+ */
+final class TcpLink extends Link {
+    private static final int STAGING_BYTES = 256 * 1024;
+    /** ByteBuffer views are int-indexed: large segments are moved in windows. */
+    private static final long WINDOW_BYTES = 1L << 30;
+
+    private final int self;
+    private final SocketChannel channel;
+    private final Arena arena = Arena.ofShared();
+    private final ByteBuffer sendHeader = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+    private final ByteBuffer recvHeader = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+    private final MemorySegment staging;
+    private final ByteBuffer stagingBuffer;
+    private final ArrayDeque<SendReq> sends = new ArrayDeque<>();
+    private final ArrayDeque<RecvReq> recvs = new ArrayDeque<>();
+    private boolean closed;
+
+    TcpLink(int self, int peer, SocketChannel channel) throws IOException {
+        super(peer);
+        this.self = self;
+        this.channel = channel;
+        channel.configureBlocking(false);
+        this.staging = arena.allocate(STAGING_BYTES, 64);
+        this.stagingBuffer = staging.asByteBuffer();
+    }
+
+    @Override
+    public String kind() {
+        return "tcp";
+    }
+
+    @Override
+    public Request send(MemorySegment src) {
+        SendReq r = new SendReq(this, src);
+        sends.add(r);
+        return r;
+    }
+
+    @Override
+    public Request recv(MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
+        RecvReq r = new RecvReq(this, dst, with, type, op);
+        recvs.add(r);
+        return r;
+    }
+
+    @Override
+    public void progress() {
+        try {
+            progressSends();
+            progressRecvs();
+        } catch (IOException e) {
+            throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer + " failed (peer died?): " + e.getMessage(), e);
+        }
+    }
+
+    private void progressSends() throws IOException {
+        SendReq r;
+        while ((r = sends.peek()) != null) {
+            if (!r.headerDone) {
+                if (!r.headerStarted) {
+                    sendHeader.clear();
+                    sendHeader.putLong(0, r.src.byteSize());
+                    r.headerStarted = true;
+                }
+                channel.write(sendHeader);
+                if (sendHeader.hasRemaining()) {
+                    return;
+                }
+                sendHeader.clear();
+                r.headerDone = true;
+            }
+            while (r.offset < r.src.byteSize()) {
+                if (r.window == null || !r.window.hasRemaining()) {
+                    r.window = r.src.asSlice(r.offset, Math.min(WINDOW_BYTES, r.src.byteSize() - r.offset)).asByteBuffer();
+                }
+                int before = r.window.position();
+                channel.write(r.window);
+                int wrote = r.window.position() - before;
+                r.offset += wrote;
+                if (wrote == 0) {
+                    return;
+                }
+            }
+            r.done = true;
+            sends.poll();
+        }
+    }
+
+    private void progressRecvs() throws IOException {
+        RecvReq r;
+        while ((r = recvs.peek()) != null) {
+            if (!r.headerDone) {
+                if (read(recvHeader) < 0) {
+                    throw eof();
+                }
+                if (recvHeader.hasRemaining()) {
+                    return;
+                }
+                long bytes = recvHeader.getLong(0);
+                recvHeader.clear();
+                r.headerDone = true;
+                if (bytes != r.dst.byteSize()) {
+                    throw new CollectiveException("rank " + peer + " sent " + bytes + " bytes but rank " + self + " expected "
+                            + r.dst.byteSize() + " (mismatched counts or types across ranks)");
+                }
+            }
+            long total = r.dst.byteSize();
+            while (r.offset < total) {
+                if (r.op == null) {
+                    if (r.window == null || !r.window.hasRemaining()) {
+                        r.window = r.dst.asSlice(r.offset, Math.min(WINDOW_BYTES, total - r.offset)).asByteBuffer();
+                    }
+                    int before = r.window.position();
+                    if (read(r.window) < 0) {
+                        throw eof();
+                    }
+                    int got = r.window.position() - before;
+                    r.offset += got;
+                    if (got == 0) {
+                        return;
+                    }
+                } else {
+                    // Fill a whole-element piece of staging, then fold it in.
+                    if (r.window == null) {
+                        int piece = (int) Math.min(STAGING_BYTES, total - r.offset);
+                        stagingBuffer.clear().limit(piece);
+                        r.window = stagingBuffer;
+                    }
+                    if (read(stagingBuffer) < 0) {
+                        throw eof();
+                    }
+                    if (stagingBuffer.hasRemaining()) {
+                        return;
+                    }
+                    int piece = stagingBuffer.limit();
+                    Reductions.reduce(r.type, r.op, r.dst, r.offset, r.with, r.offset, staging, 0, piece / r.type.byteSize());
+                    r.offset += piece;
+                    r.window = null;
+                }
+            }
+            r.done = true;
+            recvs.poll();
+        }
+    }
+
+    private int read(ByteBuffer b) throws IOException {
+        return b.hasRemaining() ? channel.read(b) : 0;
+    }
+
+    private PeerFailedException eof() {
+        return new PeerFailedException(peer, "rank " + self + ": rank " + peer + " closed its TCP connection (died or closed its communicator)", null);
+    }
+
+    @Override
+    public void checkPeer() {
+        if (!channel.isOpen()) {
+            throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer + " is closed", null);
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // closing
+        }
+        arena.close();
+    }
+
+    private static final class SendReq extends Request {
+        final MemorySegment src;
+        boolean headerStarted;
+        boolean headerDone;
+        long offset;
+        ByteBuffer window;
+
+        SendReq(TcpLink link, MemorySegment src) {
+            super(link);
+            this.src = src;
+        }
+
+        @Override
+        public String describe() {
+            return "send of " + src.byteSize() + " bytes to rank " + link.peer() + " over tcp (" + offset + " sent)";
+        }
+    }
+
+    private static final class RecvReq extends Request {
+        final MemorySegment dst;
+        final MemorySegment with;
+        final DataType type;
+        final ReduceOp op;
+        boolean headerDone;
+        long offset;
+        ByteBuffer window;
+
+        RecvReq(TcpLink link, MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
+            super(link);
+            this.dst = dst;
+            this.with = with;
+            this.type = type;
+            this.op = op;
+        }
+
+        @Override
+        public String describe() {
+            return "receive of " + dst.byteSize() + " bytes from rank " + link.peer() + " over tcp (" + offset + " received)";
+        }
+    }
+}

@@ -1,0 +1,117 @@
+package dev.panamax.collectives.internal;
+
+import dev.panamax.collectives.CollectiveException;
+import dev.panamax.collectives.CollectiveTimeoutException;
+
+import java.util.StringJoiner;
+
+/**
+ * Drives posted requests to completion on the calling thread, with the communicator's timeout,
+ * peer-liveness checks while idle, and an abort flag. Names the collective, the step and the
+ * requests still pending when it gives up. One per communicator; used by one thread at a time.
+ */
+final class Waiter {
+    private static final long LIVENESS_CHECK_NANOS = 50_000_000L;
+
+    private final int rank;
+    private final long timeoutNanos;
+    private final Backoff backoff = new Backoff();
+    private volatile String abortReason;
+
+    private String collective = "?";
+    private int step;
+    private int steps;
+
+    Waiter(int rank, long timeoutNanos) {
+        this.rank = rank;
+        this.timeoutNanos = timeoutNanos;
+    }
+
+    long timeoutNanos() {
+        return timeoutNanos;
+    }
+
+    /** Names the running collective for error messages. */
+    void begin(String collective, int steps) {
+        this.collective = collective;
+        this.steps = steps;
+        this.step = 0;
+    }
+
+    void step(int step) {
+        this.step = step;
+    }
+
+    /** Makes every current and later wait fail with {@code reason}. */
+    void abort(String reason) {
+        abortReason = reason;
+    }
+
+    void await(Request a) {
+        awaitAll(a, null, null, null);
+    }
+
+    void await(Request a, Request b) {
+        awaitAll(a, b, null, null);
+    }
+
+    /** Waits for up to four requests (null entries are ignored), which covers every ring and tree step. */
+    void awaitAll(Request a, Request b, Request c, Request d) {
+        long start = 0;
+        long lastCheck = 0;
+        backoff.reset();
+        while (true) {
+            boolean progressed = false;
+            boolean all = true;
+            if (a != null) { boolean was = a.done; all &= a.poll(); progressed |= (a.done != was); }
+            if (b != null) { boolean was = b.done; all &= b.poll(); progressed |= (b.done != was); }
+            if (c != null) { boolean was = c.done; all &= c.poll(); progressed |= (c.done != was); }
+            if (d != null) { boolean was = d.done; all &= d.poll(); progressed |= (d.done != was); }
+            if (all) {
+                return;
+            }
+            if (progressed) {
+                backoff.reset();
+            }
+            String reason = abortReason;
+            if (reason != null) {
+                throw new CollectiveException("rank " + rank + ": " + collective + " aborted: " + reason);
+            }
+            long now = System.nanoTime();
+            if (start == 0) {
+                start = now;
+                lastCheck = now;
+            } else if (now - lastCheck > LIVENESS_CHECK_NANOS) {
+                lastCheck = now;
+                checkPeers(a, b, c, d);
+                if (now - start > timeoutNanos) {
+                    throw new CollectiveTimeoutException("rank " + rank + ": " + collective + " step " + (step + 1) + "/" + steps
+                            + " timed out after " + String.format("%.1f", timeoutNanos / 1e9) + " s waiting for: " + pending(a, b, c, d));
+                }
+            }
+            backoff.idle();
+        }
+    }
+
+    private static void checkPeers(Request... rs) {
+        for (Request r : rs) {
+            if (r != null && !r.done) {
+                r.link().checkPeer();
+            }
+        }
+    }
+
+    private static String pending(Request... rs) {
+        StringJoiner j = new StringJoiner("; ");
+        for (Request r : rs) {
+            if (r != null && !r.done) {
+                j.add(r.describe());
+            }
+        }
+        return j.toString();
+    }
+
+    static CollectiveException wrap(String context, RuntimeException e) {
+        return e instanceof CollectiveException ce ? ce : new CollectiveException(context + ": " + e.getMessage(), e);
+    }
+}
