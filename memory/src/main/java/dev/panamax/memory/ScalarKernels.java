@@ -1,0 +1,139 @@
+package dev.panamax.memory;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The plain-Java reduction kernels: one loop per type and operator, no per-element dispatch.
+ * They run on any JVM; {@link VectorKernels} is the fast path when the Vector API is present, and
+ * these also finish its tails. Operands are slices of exactly {@code n} elements; callers have
+ * checked the ranges. {@code op} is never AVG here.
+ */
+final class ScalarKernels {
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED;
+    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED;
+    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
+    private static final ValueLayout.OfByte I8 = ValueLayout.JAVA_BYTE;
+    private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED;
+
+    private ScalarKernels() {
+    }
+
+    /** {@code d[i] = x[i] op y[i]} for {@code n} elements. */
+    static void reduce(DataType type, ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (type) {
+            case FLOAT32 -> f32(op, d, x, y, n);
+            case FLOAT64 -> f64(op, d, x, y, n);
+            case INT32 -> i32(op, d, x, y, n);
+            case INT64 -> i64(op, d, x, y, n);
+            case INT8 -> i8(op, d, x, y, n);
+            case UINT8 -> u8(op, d, x, y, n);
+            case FLOAT16 -> f16(op, d, x, y, n);
+            case BFLOAT16 -> bf16(op, d, x, y, n);
+        }
+    }
+
+    private static void f32(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, x.getAtIndex(F32, i) + y.getAtIndex(F32, i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, x.getAtIndex(F32, i) * y.getAtIndex(F32, i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, Math.min(x.getAtIndex(F32, i), y.getAtIndex(F32, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, Math.max(x.getAtIndex(F32, i), y.getAtIndex(F32, i))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    private static void f64(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, x.getAtIndex(F64, i) + y.getAtIndex(F64, i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, x.getAtIndex(F64, i) * y.getAtIndex(F64, i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, Math.min(x.getAtIndex(F64, i), y.getAtIndex(F64, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, Math.max(x.getAtIndex(F64, i), y.getAtIndex(F64, i))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    private static void i32(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i, x.getAtIndex(I32, i) + y.getAtIndex(I32, i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i, x.getAtIndex(I32, i) * y.getAtIndex(I32, i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i, Math.min(x.getAtIndex(I32, i), y.getAtIndex(I32, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i, Math.max(x.getAtIndex(I32, i), y.getAtIndex(I32, i))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    private static void i64(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i, x.getAtIndex(I64, i) + y.getAtIndex(I64, i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i, x.getAtIndex(I64, i) * y.getAtIndex(I64, i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i, Math.min(x.getAtIndex(I64, i), y.getAtIndex(I64, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i, Math.max(x.getAtIndex(I64, i), y.getAtIndex(I64, i))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+
+    private static void i8(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) (x.get(I8, i) + y.get(I8, i))); }
+            case PROD -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) (x.get(I8, i) * y.get(I8, i))); }
+            case MIN -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) Math.min(x.get(I8, i), y.get(I8, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) Math.max(x.get(I8, i), y.get(I8, i))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    private static void u8(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            // Wrapping sum and product have the same bits signed and unsigned.
+            case SUM, PROD -> i8(op, d, x, y, n);
+            case MIN -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) Math.min(x.get(I8, i) & 0xff, y.get(I8, i) & 0xff)); }
+            case MAX -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) Math.max(x.get(I8, i) & 0xff, y.get(I8, i) & 0xff)); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    private static float f16(MemorySegment s, long i) {
+        return Float.float16ToFloat(s.getAtIndex(I16, i));
+    }
+
+    private static void f16(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Float.floatToFloat16(f16(x, i) + f16(y, i))); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Float.floatToFloat16(f16(x, i) * f16(y, i))); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Float.floatToFloat16(Math.min(f16(x, i), f16(y, i)))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Float.floatToFloat16(Math.max(f16(x, i), f16(y, i)))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    private static float bf16(MemorySegment s, long i) {
+        return Half.bfloat16ToFloat(s.getAtIndex(I16, i));
+    }
+
+    private static void bf16(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(bf16(x, i) + bf16(y, i))); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(bf16(x, i) * bf16(y, i))); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(Math.min(bf16(x, i), bf16(y, i)))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(Math.max(bf16(x, i), bf16(y, i)))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    /** {@code s[i] /= divisor} for {@code n} elements ({@code divisor > 1}). */
+    static void divide(DataType type, MemorySegment s, long n, int divisor) {
+        switch (type) {
+            case FLOAT32 -> { for (long i = 0; i < n; i++) s.setAtIndex(F32, i, s.getAtIndex(F32, i) / divisor); }
+            case FLOAT64 -> { for (long i = 0; i < n; i++) s.setAtIndex(F64, i, s.getAtIndex(F64, i) / divisor); }
+            case INT32 -> { for (long i = 0; i < n; i++) s.setAtIndex(I32, i, s.getAtIndex(I32, i) / divisor); }
+            case INT64 -> { for (long i = 0; i < n; i++) s.setAtIndex(I64, i, s.getAtIndex(I64, i) / divisor); }
+            case INT8 -> { for (long i = 0; i < n; i++) s.set(I8, i, (byte) (s.get(I8, i) / divisor)); }
+            case UINT8 -> { for (long i = 0; i < n; i++) s.set(I8, i, (byte) ((s.get(I8, i) & 0xff) / divisor)); }
+            case FLOAT16 -> { for (long i = 0; i < n; i++) s.setAtIndex(I16, i, Float.floatToFloat16(f16(s, i) / divisor)); }
+            case BFLOAT16 -> { for (long i = 0; i < n; i++) s.setAtIndex(I16, i, Half.floatToBfloat16(bf16(s, i) / divisor)); }
+        }
+    }
+}

@@ -1,0 +1,316 @@
+package dev.panamax.memory;
+
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+
+/**
+ * The reduction kernels on the Vector API (incubator module {@code jdk.incubator.vector}), used
+ * only when that module is in the boot layer ({@link Reductions#isVectorized()}). Each kernel
+ * handles the largest multiple of the preferred vector size and returns how many bytes it did;
+ * {@link ScalarKernels} finishes the tail. Vector loads and stores are unaligned, so any byte
+ * offset works. Results are bit-identical to the scalar kernels except for NaN payloads.
+ * float16 has no vector path (the API has no half-precision conversion in this JDK).
+ */
+final class VectorKernels {
+    private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
+    private static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Double> D = DoubleVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Integer> I = IntVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Long> L = LongVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Byte> B = ByteVector.SPECIES_PREFERRED;
+
+    private VectorKernels() {
+    }
+
+    /** True when the preferred vectors are real SIMD registers (128 bits or more). */
+    static boolean usable() {
+        return F.vectorBitSize() >= 128;
+    }
+
+    /** Bits of the preferred vector shape, for diagnostics. */
+    static int vectorBits() {
+        return F.vectorBitSize();
+    }
+
+    /** {@code d = x op y} on a prefix of {@code bytes}; returns the bytes done (a multiple of the element size). */
+    static long reduce(DataType type, ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        return switch (type) {
+            case FLOAT32 -> f32(op, d, x, y, bytes);
+            case FLOAT64 -> f64(op, d, x, y, bytes);
+            case INT32 -> i32(op, d, x, y, bytes);
+            case INT64 -> i64(op, d, x, y, bytes);
+            case INT8 -> i8(op, d, x, y, bytes);
+            case UINT8 -> u8(op, d, x, y, bytes);
+            case BFLOAT16 -> bf16(op, d, x, y, bytes);
+            case FLOAT16 -> 0;
+        };
+    }
+
+    /** {@code s /= divisor} on a prefix of {@code bytes} for FLOAT32 and FLOAT64; returns the bytes done. */
+    static long divide(DataType type, MemorySegment s, long bytes, int divisor) {
+        switch (type) {
+            case FLOAT32 -> {
+                long step = F.vectorByteSize();
+                long end = bytes - bytes % step;
+                float div = divisor;
+                for (long o = 0; o < end; o += step) {
+                    FloatVector.fromMemorySegment(F, s, o, NATIVE).div(div).intoMemorySegment(s, o, NATIVE);
+                }
+                return end;
+            }
+            case FLOAT64 -> {
+                long step = D.vectorByteSize();
+                long end = bytes - bytes % step;
+                double div = divisor;
+                for (long o = 0; o < end; o += step) {
+                    DoubleVector.fromMemorySegment(D, s, o, NATIVE).div(div).intoMemorySegment(s, o, NATIVE);
+                }
+                return end;
+            }
+            default -> {
+                return 0;
+            }
+        }
+    }
+
+    private static long f32(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = F.vectorByteSize();
+        long end = bytes - bytes % step;
+        switch (op) {
+            case SUM -> {
+                for (long o = 0; o < end; o += step) {
+                    FloatVector.fromMemorySegment(F, x, o, NATIVE).add(FloatVector.fromMemorySegment(F, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case PROD -> {
+                for (long o = 0; o < end; o += step) {
+                    FloatVector.fromMemorySegment(F, x, o, NATIVE).mul(FloatVector.fromMemorySegment(F, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MIN -> {
+                for (long o = 0; o < end; o += step) {
+                    FloatVector.fromMemorySegment(F, x, o, NATIVE).min(FloatVector.fromMemorySegment(F, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MAX -> {
+                for (long o = 0; o < end; o += step) {
+                    FloatVector.fromMemorySegment(F, x, o, NATIVE).max(FloatVector.fromMemorySegment(F, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            default -> throw new AssertionError(op);
+        }
+        return end;
+    }
+
+    private static long f64(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = D.vectorByteSize();
+        long end = bytes - bytes % step;
+        switch (op) {
+            case SUM -> {
+                for (long o = 0; o < end; o += step) {
+                    DoubleVector.fromMemorySegment(D, x, o, NATIVE).add(DoubleVector.fromMemorySegment(D, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case PROD -> {
+                for (long o = 0; o < end; o += step) {
+                    DoubleVector.fromMemorySegment(D, x, o, NATIVE).mul(DoubleVector.fromMemorySegment(D, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MIN -> {
+                for (long o = 0; o < end; o += step) {
+                    DoubleVector.fromMemorySegment(D, x, o, NATIVE).min(DoubleVector.fromMemorySegment(D, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MAX -> {
+                for (long o = 0; o < end; o += step) {
+                    DoubleVector.fromMemorySegment(D, x, o, NATIVE).max(DoubleVector.fromMemorySegment(D, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            default -> throw new AssertionError(op);
+        }
+        return end;
+    }
+
+    private static long i32(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = I.vectorByteSize();
+        long end = bytes - bytes % step;
+        switch (op) {
+            case SUM -> {
+                for (long o = 0; o < end; o += step) {
+                    IntVector.fromMemorySegment(I, x, o, NATIVE).add(IntVector.fromMemorySegment(I, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case PROD -> {
+                for (long o = 0; o < end; o += step) {
+                    IntVector.fromMemorySegment(I, x, o, NATIVE).mul(IntVector.fromMemorySegment(I, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MIN -> {
+                for (long o = 0; o < end; o += step) {
+                    IntVector.fromMemorySegment(I, x, o, NATIVE).min(IntVector.fromMemorySegment(I, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MAX -> {
+                for (long o = 0; o < end; o += step) {
+                    IntVector.fromMemorySegment(I, x, o, NATIVE).max(IntVector.fromMemorySegment(I, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            default -> throw new AssertionError(op);
+        }
+        return end;
+    }
+
+    private static long i64(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = L.vectorByteSize();
+        long end = bytes - bytes % step;
+        switch (op) {
+            case SUM -> {
+                for (long o = 0; o < end; o += step) {
+                    LongVector.fromMemorySegment(L, x, o, NATIVE).add(LongVector.fromMemorySegment(L, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case PROD -> {
+                for (long o = 0; o < end; o += step) {
+                    LongVector.fromMemorySegment(L, x, o, NATIVE).mul(LongVector.fromMemorySegment(L, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MIN -> {
+                for (long o = 0; o < end; o += step) {
+                    LongVector.fromMemorySegment(L, x, o, NATIVE).min(LongVector.fromMemorySegment(L, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MAX -> {
+                for (long o = 0; o < end; o += step) {
+                    LongVector.fromMemorySegment(L, x, o, NATIVE).max(LongVector.fromMemorySegment(L, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            default -> throw new AssertionError(op);
+        }
+        return end;
+    }
+
+    private static long i8(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = B.vectorByteSize();
+        long end = bytes - bytes % step;
+        switch (op) {
+            case SUM -> {
+                for (long o = 0; o < end; o += step) {
+                    ByteVector.fromMemorySegment(B, x, o, NATIVE).add(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case PROD -> {
+                for (long o = 0; o < end; o += step) {
+                    ByteVector.fromMemorySegment(B, x, o, NATIVE).mul(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MIN -> {
+                for (long o = 0; o < end; o += step) {
+                    ByteVector.fromMemorySegment(B, x, o, NATIVE).min(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MAX -> {
+                for (long o = 0; o < end; o += step) {
+                    ByteVector.fromMemorySegment(B, x, o, NATIVE).max(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            default -> throw new AssertionError(op);
+        }
+        return end;
+    }
+
+    private static long u8(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = B.vectorByteSize();
+        long end = bytes - bytes % step;
+        switch (op) {
+            case SUM -> {
+                for (long o = 0; o < end; o += step) {
+                    ByteVector.fromMemorySegment(B, x, o, NATIVE).add(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case PROD -> {
+                for (long o = 0; o < end; o += step) {
+                    ByteVector.fromMemorySegment(B, x, o, NATIVE).mul(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MIN -> {
+                for (long o = 0; o < end; o += step) {
+                    ByteVector.fromMemorySegment(B, x, o, NATIVE).lanewise(VectorOperators.UMIN, ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MAX -> {
+                for (long o = 0; o < end; o += step) {
+                    ByteVector.fromMemorySegment(B, x, o, NATIVE).lanewise(VectorOperators.UMAX, ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            default -> throw new AssertionError(op);
+        }
+        return end;
+    }
+
+
+    // bfloat16: an int lane holds two elements; the low element is (bits << 16), the high one
+    // (bits & 0xffff0000) as float bits. Both halves are handled alike, so byte order does not matter.
+    private static final int HIGH = 0xffff0000;
+
+    /** Rounds float bits to bfloat16 to nearest-even, the result in the upper 16 bits (as Half.floatToBfloat16). */
+    private static IntVector roundBf16(FloatVector r) {
+        IntVector bits = r.reinterpretAsInts();
+        IntVector rounded = bits.add(bits.lanewise(VectorOperators.LSHR, 16).and(1)).add(0x7fff);
+        VectorMask<Integer> nan = bits.and(0x7fffffff).compare(VectorOperators.GT, 0x7f800000);
+        return rounded.blend(bits.or(0x00400000), nan).and(HIGH);
+    }
+
+    private static IntVector packBf16(FloatVector low, FloatVector high) {
+        return roundBf16(high).or(roundBf16(low).lanewise(VectorOperators.LSHR, 16));
+    }
+
+    private static FloatVector lowBf16(IntVector v) {
+        return v.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+    }
+
+    private static FloatVector highBf16(IntVector v) {
+        return v.and(HIGH).reinterpretAsFloats();
+    }
+
+    private static long bf16(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = I.vectorByteSize();
+        long end = bytes - bytes % step;
+        switch (op) {
+            case SUM -> {
+                for (long o = 0; o < end; o += step) {
+                    IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE), q = IntVector.fromMemorySegment(I, y, o, NATIVE);
+                    packBf16(lowBf16(p).add(lowBf16(q)), highBf16(p).add(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case PROD -> {
+                for (long o = 0; o < end; o += step) {
+                    IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE), q = IntVector.fromMemorySegment(I, y, o, NATIVE);
+                    packBf16(lowBf16(p).mul(lowBf16(q)), highBf16(p).mul(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MIN -> {
+                for (long o = 0; o < end; o += step) {
+                    IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE), q = IntVector.fromMemorySegment(I, y, o, NATIVE);
+                    packBf16(lowBf16(p).min(lowBf16(q)), highBf16(p).min(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            case MAX -> {
+                for (long o = 0; o < end; o += step) {
+                    IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE), q = IntVector.fromMemorySegment(I, y, o, NATIVE);
+                    packBf16(lowBf16(p).max(lowBf16(q)), highBf16(p).max(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+                }
+            }
+            default -> throw new AssertionError(op);
+        }
+        return end;
+    }
+}
