@@ -95,17 +95,42 @@ final class ScalarKernels {
         }
     }
 
-    private static float f16(MemorySegment s, long i) {
-        return Float.float16ToFloat(s.getAtIndex(I16, i));
-    }
+    /*
+     * float16: HotSpot compiles Float.float16ToFloat/floatToFloat16 to vector conversions in loops
+     * over short[] but not over MemorySegments (there they cost ~10 ns an element), so float16 is
+     * staged through small heap arrays. Both chunks are read before one is written, so dst may be
+     * the same range as x or y.
+     */
+    private static final int F16_CHUNK = 2048;
 
     private static void f16(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
-        switch (op) {
-            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Float.floatToFloat16(f16(x, i) + f16(y, i))); }
-            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Float.floatToFloat16(f16(x, i) * f16(y, i))); }
-            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Float.floatToFloat16(Math.min(f16(x, i), f16(y, i)))); }
-            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Float.floatToFloat16(Math.max(f16(x, i), f16(y, i)))); }
-            default -> throw new AssertionError(op);
+        int c = (int) Math.min(n, F16_CHUNK);
+        short[] p = new short[c];
+        short[] q = new short[c];
+        for (long i = 0; i < n; i += c) {
+            int m = (int) Math.min(c, n - i);
+            MemorySegment.copy(x, I16, 2 * i, p, 0, m);
+            MemorySegment.copy(y, I16, 2 * i, q, 0, m);
+            switch (op) {
+                case SUM -> { for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Float.float16ToFloat(p[k]) + Float.float16ToFloat(q[k])); }
+                case PROD -> { for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Float.float16ToFloat(p[k]) * Float.float16ToFloat(q[k])); }
+                case MIN -> { for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Math.min(Float.float16ToFloat(p[k]), Float.float16ToFloat(q[k]))); }
+                case MAX -> { for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Math.max(Float.float16ToFloat(p[k]), Float.float16ToFloat(q[k]))); }
+                default -> throw new AssertionError(op);
+            }
+            MemorySegment.copy(p, 0, d, I16, 2 * i, m);
+        }
+    }
+
+    private static void f16Divide(MemorySegment s, long n, int divisor) {
+        int c = (int) Math.min(n, F16_CHUNK);
+        short[] p = new short[c];
+        float div = divisor;
+        for (long i = 0; i < n; i += c) {
+            int m = (int) Math.min(c, n - i);
+            MemorySegment.copy(s, I16, 2 * i, p, 0, m);
+            for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Float.float16ToFloat(p[k]) / div);
+            MemorySegment.copy(p, 0, s, I16, 2 * i, m);
         }
     }
 
@@ -132,7 +157,7 @@ final class ScalarKernels {
             case INT64 -> { for (long i = 0; i < n; i++) s.setAtIndex(I64, i, s.getAtIndex(I64, i) / divisor); }
             case INT8 -> { for (long i = 0; i < n; i++) s.set(I8, i, (byte) (s.get(I8, i) / divisor)); }
             case UINT8 -> { for (long i = 0; i < n; i++) s.set(I8, i, (byte) ((s.get(I8, i) & 0xff) / divisor)); }
-            case FLOAT16 -> { for (long i = 0; i < n; i++) s.setAtIndex(I16, i, Float.floatToFloat16(f16(s, i) / divisor)); }
+            case FLOAT16 -> f16Divide(s, n, divisor);
             case BFLOAT16 -> { for (long i = 0; i < n; i++) s.setAtIndex(I16, i, Half.floatToBfloat16(bf16(s, i) / divisor)); }
         }
     }
