@@ -200,6 +200,45 @@ class ReductionsTest {
         }
     }
 
+    /** Every float16/bfloat16 bit pattern against several partners, per op, both implementations. */
+    @ParameterizedTest(name = "vector={0}")
+    @ValueSource(booleans = {true, false})
+    void halfPrecisionAllBitPatterns(boolean vector) {
+        int n = 1 << 16;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment a = arena.allocate(2L * n), b = arena.allocate(2L * n), d = arena.allocate(2L * n);
+            SplittableRandom rnd = new SplittableRandom(11);
+            for (DataType t : new DataType[]{DataType.FLOAT16, DataType.BFLOAT16}) {
+                for (int partner = 0; partner < 8; partner++) {
+                    for (int i = 0; i < n; i++) {
+                        a.setAtIndex(ValueLayout.JAVA_SHORT, i, (short) i);
+                        int q = switch (partner) {
+                            case 0 -> i ^ 1;                 // neighbours: sums at halfway points
+                            case 1 -> i + 0x0400;            // next binade (float16)
+                            case 2 -> i + 0x0080;            // next binade (bfloat16)
+                            case 3 -> i ^ 0x8000;            // opposite sign
+                            case 4 -> 0x3c00;                // float16 1.0
+                            case 5 -> 0x3f80;                // bfloat16 1.0
+                            case 6 -> i >>> 3;
+                            default -> rnd.nextInt();
+                        };
+                        b.setAtIndex(ValueLayout.JAVA_SHORT, i, (short) q);
+                    }
+                    for (ReduceOp op : new ReduceOp[]{ReduceOp.SUM, ReduceOp.PROD, ReduceOp.MIN, ReduceOp.MAX}) {
+                        Reductions.reduce(vector, t, op, d, 0, a, 0, b, 0, n);
+                        for (int i = 0; i < n; i++) {
+                            long want = Reference.expected(t, op, a, 0, b, 0, i), got = Reference.raw(t, d, 0, i);
+                            if (want != got && !(Reference.isNaN(t, want) && Reference.isNaN(t, got))) {
+                                fail(t + " " + op + " partner " + partner + ": 0x" + Long.toHexString(Reference.raw(t, a, 0, i)) + " op 0x"
+                                        + Long.toHexString(Reference.raw(t, b, 0, i)) + " = 0x" + Long.toHexString(got) + ", expected 0x" + Long.toHexString(want));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(booleans = {true, false})
     void integersWrapAround(boolean vector) {
