@@ -18,7 +18,8 @@ import java.nio.ByteOrder;
  * handles the largest multiple of the preferred vector size and returns how many bytes it did;
  * {@link ScalarKernels} finishes the tail. Vector loads and stores are unaligned, so any byte
  * offset works. Results are bit-identical to the scalar kernels except for NaN payloads.
- * float16 has no vector path (the API has no half-precision conversion in this JDK).
+ * float16 has no vector path: the API has no half-precision conversion in this JDK, and doing it
+ * with integer vector ops makes the loop too large for C2 to inline (see docs/kernels.md).
  */
 final class VectorKernels {
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
@@ -34,11 +35,6 @@ final class VectorKernels {
     /** True when the preferred vectors are real SIMD registers (128 bits or more). */
     static boolean usable() {
         return F.vectorBitSize() >= 128;
-    }
-
-    /** Bits of the preferred vector shape, for diagnostics. */
-    static int vectorBits() {
-        return F.vectorBitSize();
     }
 
     /** {@code d = x op y} on a prefix of {@code bytes}; returns the bytes done (a multiple of the element size). */
