@@ -1,0 +1,164 @@
+package dev.panamax.memory;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The plain-Java reduction kernels: one loop per type and operator, no per-element dispatch.
+ * They run on any JVM; {@link VectorKernels} is the fast path when the Vector API is present, and
+ * these also finish its tails. Operands are slices of exactly {@code n} elements; callers have
+ * checked the ranges. {@code op} is never AVG here.
+ */
+final class ScalarKernels {
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
+    private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED;
+    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED;
+    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED;
+    private static final ValueLayout.OfByte I8 = ValueLayout.JAVA_BYTE;
+    private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED;
+
+    private ScalarKernels() {
+    }
+
+    /** {@code d[i] = x[i] op y[i]} for {@code n} elements. */
+    static void reduce(DataType type, ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (type) {
+            case FLOAT32 -> f32(op, d, x, y, n);
+            case FLOAT64 -> f64(op, d, x, y, n);
+            case INT32 -> i32(op, d, x, y, n);
+            case INT64 -> i64(op, d, x, y, n);
+            case INT8 -> i8(op, d, x, y, n);
+            case UINT8 -> u8(op, d, x, y, n);
+            case FLOAT16 -> f16(op, d, x, y, n);
+            case BFLOAT16 -> bf16(op, d, x, y, n);
+        }
+    }
+
+    private static void f32(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, x.getAtIndex(F32, i) + y.getAtIndex(F32, i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, x.getAtIndex(F32, i) * y.getAtIndex(F32, i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, Math.min(x.getAtIndex(F32, i), y.getAtIndex(F32, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, Math.max(x.getAtIndex(F32, i), y.getAtIndex(F32, i))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    private static void f64(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, x.getAtIndex(F64, i) + y.getAtIndex(F64, i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, x.getAtIndex(F64, i) * y.getAtIndex(F64, i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, Math.min(x.getAtIndex(F64, i), y.getAtIndex(F64, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, Math.max(x.getAtIndex(F64, i), y.getAtIndex(F64, i))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    private static void i32(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i, x.getAtIndex(I32, i) + y.getAtIndex(I32, i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i, x.getAtIndex(I32, i) * y.getAtIndex(I32, i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i, Math.min(x.getAtIndex(I32, i), y.getAtIndex(I32, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i, Math.max(x.getAtIndex(I32, i), y.getAtIndex(I32, i))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    private static void i64(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i, x.getAtIndex(I64, i) + y.getAtIndex(I64, i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i, x.getAtIndex(I64, i) * y.getAtIndex(I64, i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i, Math.min(x.getAtIndex(I64, i), y.getAtIndex(I64, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i, Math.max(x.getAtIndex(I64, i), y.getAtIndex(I64, i))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+
+    private static void i8(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) (x.get(I8, i) + y.get(I8, i))); }
+            case PROD -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) (x.get(I8, i) * y.get(I8, i))); }
+            case MIN -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) Math.min(x.get(I8, i), y.get(I8, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) Math.max(x.get(I8, i), y.get(I8, i))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    private static void u8(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            // Wrapping sum and product have the same bits signed and unsigned.
+            case SUM, PROD -> i8(op, d, x, y, n);
+            case MIN -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) Math.min(x.get(I8, i) & 0xff, y.get(I8, i) & 0xff)); }
+            case MAX -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) Math.max(x.get(I8, i) & 0xff, y.get(I8, i) & 0xff)); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    /*
+     * float16: HotSpot compiles Float.float16ToFloat/floatToFloat16 to vector conversions in loops
+     * over short[] but not over MemorySegments (there they cost ~10 ns an element), so float16 is
+     * staged through small heap arrays. Both chunks are read before one is written, so dst may be
+     * the same range as x or y.
+     */
+    private static final int F16_CHUNK = 2048;
+
+    private static void f16(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        int c = (int) Math.min(n, F16_CHUNK);
+        short[] p = new short[c];
+        short[] q = new short[c];
+        for (long i = 0; i < n; i += c) {
+            int m = (int) Math.min(c, n - i);
+            MemorySegment.copy(x, I16, 2 * i, p, 0, m);
+            MemorySegment.copy(y, I16, 2 * i, q, 0, m);
+            switch (op) {
+                case SUM -> { for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Float.float16ToFloat(p[k]) + Float.float16ToFloat(q[k])); }
+                case PROD -> { for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Float.float16ToFloat(p[k]) * Float.float16ToFloat(q[k])); }
+                case MIN -> { for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Math.min(Float.float16ToFloat(p[k]), Float.float16ToFloat(q[k]))); }
+                case MAX -> { for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Math.max(Float.float16ToFloat(p[k]), Float.float16ToFloat(q[k]))); }
+                default -> throw new AssertionError(op);
+            }
+            MemorySegment.copy(p, 0, d, I16, 2 * i, m);
+        }
+    }
+
+    private static void f16Divide(MemorySegment s, long n, int divisor) {
+        int c = (int) Math.min(n, F16_CHUNK);
+        short[] p = new short[c];
+        float div = divisor;
+        for (long i = 0; i < n; i += c) {
+            int m = (int) Math.min(c, n - i);
+            MemorySegment.copy(s, I16, 2 * i, p, 0, m);
+            for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Float.float16ToFloat(p[k]) / div);
+            MemorySegment.copy(p, 0, s, I16, 2 * i, m);
+        }
+    }
+
+    private static float bf16(MemorySegment s, long i) {
+        return Half.bfloat16ToFloat(s.getAtIndex(I16, i));
+    }
+
+    private static void bf16(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+        switch (op) {
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(bf16(x, i) + bf16(y, i))); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(bf16(x, i) * bf16(y, i))); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(Math.min(bf16(x, i), bf16(y, i)))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(Math.max(bf16(x, i), bf16(y, i)))); }
+            default -> throw new AssertionError(op);
+        }
+    }
+
+    /** {@code s[i] /= divisor} for {@code n} elements ({@code divisor > 1}). */
+    static void divide(DataType type, MemorySegment s, long n, int divisor) {
+        switch (type) {
+            case FLOAT32 -> { for (long i = 0; i < n; i++) s.setAtIndex(F32, i, s.getAtIndex(F32, i) / divisor); }
+            case FLOAT64 -> { for (long i = 0; i < n; i++) s.setAtIndex(F64, i, s.getAtIndex(F64, i) / divisor); }
+            case INT32 -> { for (long i = 0; i < n; i++) s.setAtIndex(I32, i, s.getAtIndex(I32, i) / divisor); }
+            case INT64 -> { for (long i = 0; i < n; i++) s.setAtIndex(I64, i, s.getAtIndex(I64, i) / divisor); }
+            case INT8 -> { for (long i = 0; i < n; i++) s.set(I8, i, (byte) (s.get(I8, i) / divisor)); }
+            case UINT8 -> { for (long i = 0; i < n; i++) s.set(I8, i, (byte) ((s.get(I8, i) & 0xff) / divisor)); }
+            case FLOAT16 -> f16Divide(s, n, divisor);
+            case BFLOAT16 -> { for (long i = 0; i < n; i++) s.setAtIndex(I16, i, Half.floatToBfloat16(bf16(s, i) / divisor)); }
+        }
+    }
+}

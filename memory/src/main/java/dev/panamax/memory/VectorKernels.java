@@ -1,0 +1,390 @@
+package dev.panamax.memory;
+
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.DoubleVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorSpecies;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+
+/**
+ * The reduction kernels on the Vector API (incubator module {@code jdk.incubator.vector}), used
+ * only when that module is in the boot layer ({@link Reductions#isVectorized()}). Each kernel
+ * handles the largest multiple of the preferred vector size and returns how many bytes it did;
+ * {@link ScalarKernels} finishes the tail. Vector loads and stores are unaligned, so any byte
+ * offset works. Results are bit-identical to the scalar kernels except for NaN payloads.
+ * float16 has no vector path: the API has no half-precision conversion in this JDK, and doing it
+ * with integer vector ops makes the loop too large for C2 to inline (see docs/kernels.md).
+ */
+final class VectorKernels {
+    private static final ByteOrder NATIVE = ByteOrder.nativeOrder();
+    private static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Double> D = DoubleVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Integer> I = IntVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Long> L = LongVector.SPECIES_PREFERRED;
+    private static final VectorSpecies<Byte> B = ByteVector.SPECIES_PREFERRED;
+
+    private VectorKernels() {
+    }
+
+    /** True when the preferred vectors are real SIMD registers (128 bits or more). */
+    static boolean usable() {
+        return F.vectorBitSize() >= 128;
+    }
+
+    /** {@code d = x op y} on a prefix of {@code bytes}; returns the bytes done (a multiple of the element size). */
+    static long reduce(DataType type, ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        // One small method per type and op: each is compiled on its own, so a program that mixes
+        // types and ops does not keep deoptimizing one large kernel method.
+        return switch (type) {
+            case FLOAT32 -> switch (op) {
+                case SUM -> f32Sum(d, x, y, bytes);
+                case PROD -> f32Prod(d, x, y, bytes);
+                case MIN -> f32Min(d, x, y, bytes);
+                case MAX -> f32Max(d, x, y, bytes);
+                default -> throw new AssertionError(op);
+            };
+            case FLOAT64 -> switch (op) {
+                case SUM -> f64Sum(d, x, y, bytes);
+                case PROD -> f64Prod(d, x, y, bytes);
+                case MIN -> f64Min(d, x, y, bytes);
+                case MAX -> f64Max(d, x, y, bytes);
+                default -> throw new AssertionError(op);
+            };
+            case INT32 -> switch (op) {
+                case SUM -> i32Sum(d, x, y, bytes);
+                case PROD -> i32Prod(d, x, y, bytes);
+                case MIN -> i32Min(d, x, y, bytes);
+                case MAX -> i32Max(d, x, y, bytes);
+                default -> throw new AssertionError(op);
+            };
+            case INT64 -> switch (op) {
+                case SUM -> i64Sum(d, x, y, bytes);
+                case PROD -> i64Prod(d, x, y, bytes);
+                case MIN -> i64Min(d, x, y, bytes);
+                case MAX -> i64Max(d, x, y, bytes);
+                default -> throw new AssertionError(op);
+            };
+            case INT8 -> switch (op) {
+                case SUM -> i8Sum(d, x, y, bytes);
+                case PROD -> i8Prod(d, x, y, bytes);
+                case MIN -> i8Min(d, x, y, bytes);
+                case MAX -> i8Max(d, x, y, bytes);
+                default -> throw new AssertionError(op);
+            };
+            case UINT8 -> switch (op) {
+                case SUM -> i8Sum(d, x, y, bytes);
+                case PROD -> i8Prod(d, x, y, bytes);
+                case MIN -> u8Min(d, x, y, bytes);
+                case MAX -> u8Max(d, x, y, bytes);
+                default -> throw new AssertionError(op);
+            };
+            case BFLOAT16 -> switch (op) {
+                case SUM -> bf16Sum(d, x, y, bytes);
+                case PROD -> bf16Prod(d, x, y, bytes);
+                case MIN -> bf16Min(d, x, y, bytes);
+                case MAX -> bf16Max(d, x, y, bytes);
+                default -> throw new AssertionError(op);
+            };
+            case FLOAT16 -> 0;
+        };
+    }
+
+    /** {@code s /= divisor} on a prefix of {@code bytes} for FLOAT32 and FLOAT64; returns the bytes done. */
+    static long divide(DataType type, MemorySegment s, long bytes, int divisor) {
+        switch (type) {
+            case FLOAT32 -> {
+                long step = F.vectorByteSize();
+                long end = bytes - bytes % step;
+                float div = divisor;
+                for (long o = 0; o < end; o += step) {
+                    FloatVector.fromMemorySegment(F, s, o, NATIVE).div(div).intoMemorySegment(s, o, NATIVE);
+                }
+                return end;
+            }
+            case FLOAT64 -> {
+                long step = D.vectorByteSize();
+                long end = bytes - bytes % step;
+                double div = divisor;
+                for (long o = 0; o < end; o += step) {
+                    DoubleVector.fromMemorySegment(D, s, o, NATIVE).div(div).intoMemorySegment(s, o, NATIVE);
+                }
+                return end;
+            }
+            default -> {
+                return 0;
+            }
+        }
+    }
+
+    private static long f32Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = F.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            FloatVector.fromMemorySegment(F, x, o, NATIVE).add(FloatVector.fromMemorySegment(F, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long f32Prod(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = F.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            FloatVector.fromMemorySegment(F, x, o, NATIVE).mul(FloatVector.fromMemorySegment(F, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long f32Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = F.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            FloatVector.fromMemorySegment(F, x, o, NATIVE).min(FloatVector.fromMemorySegment(F, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long f32Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = F.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            FloatVector.fromMemorySegment(F, x, o, NATIVE).max(FloatVector.fromMemorySegment(F, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long f64Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = D.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            DoubleVector.fromMemorySegment(D, x, o, NATIVE).add(DoubleVector.fromMemorySegment(D, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long f64Prod(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = D.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            DoubleVector.fromMemorySegment(D, x, o, NATIVE).mul(DoubleVector.fromMemorySegment(D, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long f64Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = D.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            DoubleVector.fromMemorySegment(D, x, o, NATIVE).min(DoubleVector.fromMemorySegment(D, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long f64Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = D.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            DoubleVector.fromMemorySegment(D, x, o, NATIVE).max(DoubleVector.fromMemorySegment(D, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long i32Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = I.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            IntVector.fromMemorySegment(I, x, o, NATIVE).add(IntVector.fromMemorySegment(I, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long i32Prod(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = I.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            IntVector.fromMemorySegment(I, x, o, NATIVE).mul(IntVector.fromMemorySegment(I, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long i32Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = I.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            IntVector.fromMemorySegment(I, x, o, NATIVE).min(IntVector.fromMemorySegment(I, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long i32Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = I.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            IntVector.fromMemorySegment(I, x, o, NATIVE).max(IntVector.fromMemorySegment(I, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long i64Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = L.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            LongVector.fromMemorySegment(L, x, o, NATIVE).add(LongVector.fromMemorySegment(L, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long i64Prod(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = L.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            LongVector.fromMemorySegment(L, x, o, NATIVE).mul(LongVector.fromMemorySegment(L, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long i64Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = L.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            LongVector.fromMemorySegment(L, x, o, NATIVE).min(LongVector.fromMemorySegment(L, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long i64Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = L.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            LongVector.fromMemorySegment(L, x, o, NATIVE).max(LongVector.fromMemorySegment(L, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long i8Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = B.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            ByteVector.fromMemorySegment(B, x, o, NATIVE).add(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long i8Prod(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = B.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            ByteVector.fromMemorySegment(B, x, o, NATIVE).mul(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long i8Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = B.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            ByteVector.fromMemorySegment(B, x, o, NATIVE).min(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long i8Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = B.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            ByteVector.fromMemorySegment(B, x, o, NATIVE).max(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long u8Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = B.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            ByteVector.fromMemorySegment(B, x, o, NATIVE).lanewise(VectorOperators.UMIN, ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long u8Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = B.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            ByteVector.fromMemorySegment(B, x, o, NATIVE).lanewise(VectorOperators.UMAX, ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    // bfloat16: an int lane holds two elements; the low element is (bits << 16), the high one
+    // (bits & 0xffff0000) as float bits. Both halves are handled alike, so byte order does not matter.
+    private static final int HIGH = 0xffff0000;
+
+    /** Rounds float bits to bfloat16 to nearest-even, the result in the upper 16 bits (as Half.floatToBfloat16). */
+    private static IntVector roundBf16(FloatVector r) {
+        IntVector bits = r.reinterpretAsInts();
+        IntVector rounded = bits.add(bits.lanewise(VectorOperators.LSHR, 16).and(1)).add(0x7fff);
+        VectorMask<Integer> nan = bits.and(0x7fffffff).compare(VectorOperators.GT, 0x7f800000);
+        return rounded.blend(bits.or(0x00400000), nan).and(HIGH);
+    }
+
+    private static IntVector packBf16(FloatVector low, FloatVector high) {
+        return roundBf16(high).or(roundBf16(low).lanewise(VectorOperators.LSHR, 16));
+    }
+
+    private static FloatVector lowBf16(IntVector v) {
+        return v.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+    }
+
+    private static FloatVector highBf16(IntVector v) {
+        return v.and(HIGH).reinterpretAsFloats();
+    }
+
+    private static long bf16Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = I.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
+            IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
+            packBf16(lowBf16(p).add(lowBf16(q)), highBf16(p).add(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long bf16Prod(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = I.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
+            IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
+            packBf16(lowBf16(p).mul(lowBf16(q)), highBf16(p).mul(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long bf16Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = I.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
+            IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
+            packBf16(lowBf16(p).min(lowBf16(q)), highBf16(p).min(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    private static long bf16Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+        long step = I.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
+            IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
+            packBf16(lowBf16(p).max(lowBf16(q)), highBf16(p).max(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+}
