@@ -31,6 +31,7 @@ public final class CommunicatorImpl implements Communicator {
     private ExecutorService worker;
     private CompletableFuture<Void> lastAsync = CompletableFuture.completedFuture(null);
     private volatile boolean closed;
+    private volatile Throwable failure;
 
     public CommunicatorImpl(int rank, int size, Link[] links, long timeoutNanos, BufferAllocator allocator, Runnable onClose) {
         this.rank = rank;
@@ -243,6 +244,28 @@ public final class CommunicatorImpl implements Communicator {
         }
     }
 
+    /**
+     * Runs a collective; when it fails, the communicator is broken (messages may be half sent), so
+     * its links are closed at once: peers still waiting on this rank fail too instead of timing out.
+     */
+    private void execute(Runnable collective) {
+        try {
+            collective.run();
+        } catch (RuntimeException | Error e) {
+            failure = e;
+            for (Link l : links) {
+                if (l != null) {
+                    try {
+                        l.close();
+                    } catch (RuntimeException ignored) {
+                        // best effort
+                    }
+                }
+            }
+            throw e;
+        }
+    }
+
     private void run(Runnable collective) {
         ensureOpen();
         CompletableFuture<Void> pending;
@@ -256,7 +279,7 @@ public final class CommunicatorImpl implements Communicator {
         lock.lock();
         try {
             ensureOpen();
-            collective.run();
+            execute(collective);
         } finally {
             lock.unlock();
         }
@@ -286,7 +309,7 @@ public final class CommunicatorImpl implements Communicator {
         lock.lock();
         try {
             ensureOpen();
-            collective.run();
+            execute(collective);
         } finally {
             lock.unlock();
         }
@@ -295,6 +318,10 @@ public final class CommunicatorImpl implements Communicator {
     private void ensureOpen() {
         if (closed) {
             throw new IllegalStateException("rank " + rank + ": the communicator is closed");
+        }
+        Throwable f = failure;
+        if (f != null) {
+            throw new IllegalStateException("rank " + rank + ": the communicator is unusable after an earlier failure: " + f.getMessage(), f);
         }
     }
 

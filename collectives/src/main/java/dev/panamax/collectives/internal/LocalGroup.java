@@ -146,6 +146,7 @@ public final class LocalGroup {
 
         @Override
         public void close() {
+            group.markClosed(self);
         }
 
         private static final class SendReq extends Request {

@@ -21,6 +21,8 @@ import java.lang.foreign.MemorySegment;
 final class Ring {
     /** Broadcast pipelines in pieces of this many bytes (rounded down to whole elements). */
     private static final long BROADCAST_PIECE_BYTES = 512 * 1024;
+    /** All-reduce uses the one-step direct exchange while (n-1) * bytes stays under this. */
+    static final long DIRECT_MAX_BYTES = 32 * 1024;
 
     private final int rank;
     private final int size;
@@ -61,7 +63,6 @@ final class Ring {
     void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
         int n = size;
         int e = type.byteSize();
-        waiter.begin("allreduce", 2 * (n - 1));
         if (count == 0) {
             return;
         }
@@ -69,6 +70,11 @@ final class Ring {
             copyIfDistinct(send, recv, count * e);
             return;
         }
+        if (count * e * (n - 1) <= DIRECT_MAX_BYTES) {
+            directAllReduce(send, recv, count, type, op);
+            return;
+        }
+        waiter.begin("allreduce", 2 * (n - 1));
         reduceScatterChunks(send, recv, count, type, op);
         int owned = (rank + 1) % n;
         if (op == ReduceOp.AVG) {
@@ -82,6 +88,46 @@ final class Ring {
             Request rx = left().recv(chunk(recv, count, n, rc, e), null, type, null);
             waiter.await(tx, rx);
         }
+    }
+
+    /**
+     * Small messages: one step in which every rank sends its whole vector to every other rank,
+     * then each folds the n vectors in rank order (so every rank gets the same bits). Latency is
+     * one message hand-off instead of the ring's 2(n-1).
+     */
+    private void directAllReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        int n = size;
+        long bytes = count * type.byteSize();
+        waiter.begin("allreduce(direct)", 1);
+        MemorySegment inbox = scratch.get(0, bytes * n);
+        MemorySegment own = inbox.asSlice(rank * bytes, bytes);
+        MemorySegment.copy(send, 0, own, 0, bytes);
+        Request[] reqs = requests(2 * (n - 1));
+        int k = 0;
+        for (int p = 0; p < n; p++) {
+            if (p != rank) {
+                reqs[k++] = links[p].send(own);
+                reqs[k++] = links[p].recv(inbox.asSlice(p * bytes, bytes), null, type, null);
+            }
+        }
+        waiter.awaitAll(reqs, k);
+        Reductions.reduce(type, op, recv, 0, inbox, 0, inbox, bytes, count);
+        for (int p = 2; p < n; p++) {
+            Reductions.accumulate(type, op, recv, 0, inbox, p * bytes, count);
+        }
+        if (op == ReduceOp.AVG) {
+            Reductions.divide(type, recv, 0, count, n);
+        }
+        java.util.Arrays.fill(reqs, null);
+    }
+
+    private Request[] requestArray = new Request[0];
+
+    private Request[] requests(int n) {
+        if (requestArray.length < n) {
+            requestArray = new Request[n];
+        }
+        return requestArray;
     }
 
     /** Ring reduce-scatter over the n chunks of {@code count}; afterwards chunk (rank+1)%n of {@code work} is complete. */

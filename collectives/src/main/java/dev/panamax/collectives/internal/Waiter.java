@@ -47,6 +47,8 @@ final class Waiter {
         abortReason = reason;
     }
 
+    private final Request[] few = new Request[4];
+
     void await(Request a) {
         awaitAll(a, null, null, null);
     }
@@ -57,16 +59,38 @@ final class Waiter {
 
     /** Waits for up to four requests (null entries are ignored), which covers every ring and tree step. */
     void awaitAll(Request a, Request b, Request c, Request d) {
+        few[0] = a;
+        few[1] = b;
+        few[2] = c;
+        few[3] = d;
+        try {
+            awaitAll(few, 4);
+        } finally {
+            java.util.Arrays.fill(few, null);
+        }
+    }
+
+    /**
+     * Waits for the first {@code count} requests of {@code rs} (null entries are ignored), polling
+     * all of them in every round: a peer may need any of them to progress before it can serve us.
+     */
+    void awaitAll(Request[] rs, int count) {
         long start = 0;
         long lastCheck = 0;
         backoff.reset();
         while (true) {
             boolean progressed = false;
             boolean all = true;
-            if (a != null) { boolean was = a.done; all &= a.poll(); progressed |= (a.done != was); }
-            if (b != null) { boolean was = b.done; all &= b.poll(); progressed |= (b.done != was); }
-            if (c != null) { boolean was = c.done; all &= c.poll(); progressed |= (c.done != was); }
-            if (d != null) { boolean was = d.done; all &= d.poll(); progressed |= (d.done != was); }
+            for (int i = 0; i < count; i++) {
+                Request r = rs[i];
+                if (r != null && !r.done) {
+                    if (r.poll()) {
+                        progressed = true;
+                    } else {
+                        all = false;
+                    }
+                }
+            }
             if (all) {
                 return;
             }
@@ -83,27 +107,29 @@ final class Waiter {
                 lastCheck = now;
             } else if (now - lastCheck > LIVENESS_CHECK_NANOS) {
                 lastCheck = now;
-                checkPeers(a, b, c, d);
+                checkPeers(rs, count);
                 if (now - start > timeoutNanos) {
                     throw new CollectiveTimeoutException("rank " + rank + ": " + collective + " step " + (step + 1) + "/" + steps
-                            + " timed out after " + String.format("%.1f", timeoutNanos / 1e9) + " s waiting for: " + pending(a, b, c, d));
+                            + " timed out after " + String.format("%.1f", timeoutNanos / 1e9) + " s waiting for: " + pending(rs, count));
                 }
             }
             backoff.idle();
         }
     }
 
-    private static void checkPeers(Request... rs) {
-        for (Request r : rs) {
+    private static void checkPeers(Request[] rs, int count) {
+        for (int i = 0; i < count; i++) {
+            Request r = rs[i];
             if (r != null && !r.done) {
                 r.link().checkPeer();
             }
         }
     }
 
-    private static String pending(Request... rs) {
+    private static String pending(Request[] rs, int count) {
         StringJoiner j = new StringJoiner("; ");
-        for (Request r : rs) {
+        for (int i = 0; i < count; i++) {
+            Request r = rs[i];
             if (r != null && !r.done) {
                 j.add(r.describe());
             }

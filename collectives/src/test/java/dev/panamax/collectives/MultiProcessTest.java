@@ -1,0 +1,125 @@
+package dev.panamax.collectives;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Ranks as real processes: a full job, and a job whose rank is killed with SIGKILL mid-collective. */
+class MultiProcessTest {
+    private record Rank(Process process, List<String> lines, CompletableFuture<List<String>> output) {
+    }
+
+    private static List<Rank> launch(int n, String... args) throws IOException {
+        int port = Ranks.freePort();
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        List<Rank> ranks = new ArrayList<>();
+        for (int r = 0; r < n; r++) {
+            List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector",
+                    "-cp", System.getProperty("java.class.path"), RankProcess.class.getName()));
+            cmd.addAll(List.of(args));
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+            pb.environment().put("PANAMAX_RANK", Integer.toString(r));
+            pb.environment().put("PANAMAX_WORLD_SIZE", Integer.toString(n));
+            pb.environment().put("PANAMAX_MASTER_ADDR", "127.0.0.1");
+            pb.environment().put("PANAMAX_MASTER_PORT", Integer.toString(port));
+            Process p = pb.start();
+            List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
+            CompletableFuture<List<String>> out = new CompletableFuture<>();
+            // One reader thread per rank (the common pool may have a single thread on small machines).
+            Thread.ofPlatform().daemon().start(() -> {
+                try (BufferedReader br = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                    br.lines().forEach(lines::add);
+                } catch (IOException e) {
+                    lines.add("IO " + e);
+                }
+                out.complete(lines);
+            });
+            ranks.add(new Rank(p, lines, out));
+        }
+        return ranks;
+    }
+
+    private static Set<String> shmEntries() throws IOException {
+        try (Stream<Path> s = Files.list(Path.of("/dev/shm"))) {
+            // Benchmarks running beside the tests keep their own control files there: only transport state counts.
+            return s.map(p -> p.getFileName().toString()).filter(f -> f.contains("panamax") && !f.startsWith("panamax-jmh"))
+                    .collect(Collectors.toSet());
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"shm", "tcp"})
+    void fourProcessesAllReduce(String transport) throws Exception {
+        List<Rank> ranks = launch(4, transport, "20", "100003", "60");
+        for (Rank r : ranks) {
+            assertTrue(r.process().waitFor(120, TimeUnit.SECONDS), "a rank did not finish");
+            List<String> out = r.output().get(10, TimeUnit.SECONDS);
+            assertEquals(0, r.process().exitValue(), () -> String.join("\n", out));
+            assertTrue(out.contains("OK"), () -> String.join("\n", out));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"shm", "tcp"})
+    void aKilledRankFailsEveryOtherRankNamingIt(String transport) throws Exception {
+        Set<String> before = shmEntries();
+        double timeoutSeconds = 5;
+        List<Rank> ranks = launch(4, transport, "1000000", "262144", Double.toString(timeoutSeconds));
+        try {
+            // Wait until rank 2 is inside its all-reduce loop, then kill it without warning.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            Process victim = ranks.get(2).process();
+            while (!ranks.stream().allMatch(r -> r.lines().stream().anyMatch(l -> l.startsWith("READY")))) {
+                assertTrue(System.nanoTime() < deadline, "the ranks did not connect");
+                Thread.sleep(20);
+            }
+            Thread.sleep(300);
+            assertTrue(victim.isAlive(), "rank 2 ended early");
+            victim.destroyForcibly();
+            long killedAt = System.nanoTime();
+            for (int r = 0; r < 4; r++) {
+                if (r == 2) {
+                    continue;
+                }
+                Process p = ranks.get(r).process();
+                long left = Math.max(1, deadline - System.nanoTime());
+                assertTrue(p.waitFor(left, TimeUnit.NANOSECONDS), "rank " + r + " hung after rank 2 was killed");
+                double seconds = (System.nanoTime() - killedAt) / 1e9;
+                List<String> out = ranks.get(r).output().get(10, TimeUnit.SECONDS);
+                assertEquals(3, p.exitValue(), () -> "rank output: " + String.join("\n", out));
+                String line = out.stream().filter(s -> s.startsWith("PEER_FAILED")).findFirst().orElseThrow();
+                // The rank that detects first names rank 2; the others may name the rank that gave up after it.
+                assertTrue(line.startsWith("PEER_FAILED "), line);
+                assertTrue(seconds < timeoutSeconds + 1 + 2, "rank " + r + " took " + seconds + " s");
+            }
+            boolean someoneNamedRank2 = false;
+            for (int r = 0; r < 4; r++) {
+                if (r != 2) {
+                    someoneNamedRank2 |= ranks.get(r).output().get().stream().anyMatch(s -> s.startsWith("PEER_FAILED 2 "));
+                }
+            }
+            assertTrue(someoneNamedRank2, "no rank named the killed rank 2");
+        } finally {
+            for (Rank r : ranks) {
+                r.process().destroyForcibly();
+            }
+        }
+        assertEquals(before, shmEntries(), "shared memory left behind in /dev/shm");
+    }
+}

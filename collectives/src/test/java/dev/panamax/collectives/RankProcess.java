@@ -1,0 +1,47 @@
+package dev.panamax.collectives;
+
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+
+/**
+ * A rank as its own process, for the multi-process tests: joins the job from the environment,
+ * runs {@code iterations} checked all-reduces of {@code count} floats, prints "OK" or
+ * "PEER_FAILED <rank>" / "FAILED <message>", and exits 0, 3 or 4.
+ */
+public final class RankProcess {
+    public static void main(String[] args) {
+        CommunicatorBuilder.TransportKind kind = CommunicatorBuilder.TransportKind.parse(args[0]);
+        int iterations = Integer.parseInt(args[1]);
+        long count = Long.parseLong(args[2]);
+        double timeoutSeconds = Double.parseDouble(args[3]);
+        try (Communicator c = Panamax.builder().config(LaunchConfig.fromEnvironment()).transport(kind)
+                .timeout(Duration.ofMillis((long) (timeoutSeconds * 1000))).connect()) {
+            System.out.println("READY " + c.rank());
+            MemorySegment buf = c.allocate(count * 4);
+            for (int it = 0; it < iterations; it++) {
+                for (long i = 0; i < count; i++) {
+                    buf.setAtIndex(ValueLayout.JAVA_FLOAT, i, c.rank() + 1);
+                }
+                c.allReduce(buf, count, DataType.FLOAT32, ReduceOp.SUM);
+                float want = c.size() * (c.size() + 1) / 2f;
+                for (long i = 0; i < count; i += 997) {
+                    if (buf.getAtIndex(ValueLayout.JAVA_FLOAT, i) != want) {
+                        System.out.println("FAILED wrong value at " + i);
+                        System.exit(5);
+                    }
+                }
+            }
+            System.out.println("OK");
+        } catch (PeerFailedException e) {
+            System.out.println("PEER_FAILED " + e.peer() + " " + e.getMessage());
+            System.exit(3);
+        } catch (RuntimeException e) {
+            System.out.println("FAILED " + e);
+            System.exit(4);
+        }
+    }
+}
