@@ -8,13 +8,22 @@ import java.util.concurrent.locks.LockSupport;
  * Reset it whenever work was done. Not thread-safe; one per waiting thread.
  */
 final class Backoff {
-    private static final int SPINS = 2_000;
-    private static final int YIELDS = 200;
     private static final long MIN_PARK_NANOS = 1_000;
     private static final long MAX_PARK_NANOS = 200_000;
 
+    private final int spins;
+    private final int yields;
     private int idleRounds;
     private long parkNanos = MIN_PARK_NANOS;
+
+    /**
+     * @param oversubscribed more ranks than CPUs on this host: spinning would only keep the peer we
+     *                       wait for off the CPU, so yield almost at once, and for longer
+     */
+    Backoff(boolean oversubscribed) {
+        this.spins = oversubscribed ? 20 : 2_000;
+        this.yields = oversubscribed ? 20_000 : 200;
+    }
 
     void reset() {
         idleRounds = 0;
@@ -23,9 +32,9 @@ final class Backoff {
 
     void idle() {
         int r = idleRounds++;
-        if (r < SPINS) {
+        if (r < spins) {
             Thread.onSpinWait();
-        } else if (r < SPINS + YIELDS) {
+        } else if (r < spins + yields) {
             Thread.yield();
         } else {
             LockSupport.parkNanos(parkNanos);

@@ -33,14 +33,19 @@ public final class CommunicatorImpl implements Communicator {
     private volatile boolean closed;
     private volatile Throwable failure;
 
-    public CommunicatorImpl(int rank, int size, Link[] links, long timeoutNanos, BufferAllocator allocator, Runnable onClose) {
+    /**
+     * @param localRanks how many ranks of this job run on this host (to tell whether the CPUs are
+     *                   oversubscribed, which changes how waits idle)
+     */
+    public CommunicatorImpl(int rank, int size, Link[] links, long timeoutNanos, BufferAllocator allocator, int localRanks,
+                            Runnable onClose) {
         this.rank = rank;
         this.size = size;
         this.links = links;
         this.timeoutNanos = timeoutNanos;
         this.allocator = allocator;
         this.onClose = onClose;
-        this.waiter = new Waiter(rank, timeoutNanos);
+        this.waiter = new Waiter(rank, timeoutNanos, localRanks > Runtime.getRuntime().availableProcessors());
         this.ring = new Ring(rank, size, links, waiter, new Scratch(allocator));
     }
 

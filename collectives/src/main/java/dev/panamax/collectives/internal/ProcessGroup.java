@@ -101,7 +101,7 @@ public final class ProcessGroup {
             SharedMemory.Region ownInbox = inbox;
             Store.Server ownServer = server;
             Store.Client ownStore = store;
-            return new CommunicatorImpl(rank, size, links, timeoutNanos, shmAllocator, () -> {
+            return new CommunicatorImpl(rank, size, links, timeoutNanos, shmAllocator, localRanks(hosts, host), () -> {
                 if (ownInbox != null) {
                     ownInbox.close();
                 }
@@ -186,6 +186,16 @@ public final class ProcessGroup {
         ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
         ch.setOption(StandardSocketOptions.SO_SNDBUF, SOCKET_BUFFER_BYTES);
         ch.setOption(StandardSocketOptions.SO_RCVBUF, SOCKET_BUFFER_BYTES);
+    }
+
+    private static int localRanks(String[] hosts, String host) {
+        int n = 0;
+        for (String h : hosts) {
+            if (h.equals(host)) {
+                n++;
+            }
+        }
+        return n;
     }
 
     /** Host name plus kernel boot id: processes agreeing on both can share memory. */

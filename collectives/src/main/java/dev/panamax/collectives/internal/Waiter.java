@@ -15,16 +15,17 @@ final class Waiter {
 
     private final int rank;
     private final long timeoutNanos;
-    private final Backoff backoff = new Backoff();
+    private final Backoff backoff;
     private volatile String abortReason;
 
     private String collective = "?";
     private int step;
     private int steps;
 
-    Waiter(int rank, long timeoutNanos) {
+    Waiter(int rank, long timeoutNanos, boolean oversubscribed) {
         this.rank = rank;
         this.timeoutNanos = timeoutNanos;
+        this.backoff = new Backoff(oversubscribed);
     }
 
     long timeoutNanos() {
