@@ -299,7 +299,8 @@ public final class PerfMain implements Callable<Integer> {
             }
             return finish(rows, comm, links(comm));
         } catch (RuntimeException e) {
-            err.println("panamax-perf: rank " + lc.rank() + ": " + describe(e));
+            String m = describe(e);
+            err.println("panamax-perf: " + (m.startsWith("rank ") ? m : "rank " + lc.rank() + ": " + m));
             return EXIT_FAILED;
         }
     }
