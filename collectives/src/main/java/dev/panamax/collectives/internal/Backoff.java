@@ -3,42 +3,47 @@ package dev.panamax.collectives.internal;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Idle strategy for waits: spin briefly (a shared-memory flag crosses cores in well under a
- * microsecond), then yield (the CPUs may be oversubscribed), then park with growing sleeps.
- * Reset it whenever work was done. Not thread-safe; one per waiting thread.
+ * Idle strategy for waits, in phases measured in time since the wait went idle: spin (a
+ * shared-memory flag crosses cores in well under a microsecond), then yield (the CPUs may be
+ * shared), then park briefly. Nothing can wake a parked rank across processes, so parks stay short:
+ * a long park would become the latency of every later step. When the host runs more ranks than
+ * CPUs, spinning only keeps the rank we wait for off the CPU, so it yields almost at once.
+ * Not thread-safe; one per waiting thread; {@link #reset()} whenever work was done.
  */
 final class Backoff {
-    private static final long MIN_PARK_NANOS = 1_000;
-    private static final long MAX_PARK_NANOS = 200_000;
+    private static final long PARK_NANOS = 20_000;
+    /** Read the clock only every few rounds: nanoTime costs about as much as a poll. */
+    private static final int CLOCK_EVERY = 64;
 
-    private final int spins;
-    private final int yields;
-    private int idleRounds;
-    private long parkNanos = MIN_PARK_NANOS;
+    private final long spinNanos;
+    private final long yieldNanos;
+    private int rounds;
+    private long idleSince;
+    private int phase;
 
-    /**
-     * @param oversubscribed more ranks than CPUs on this host: spinning would only keep the peer we
-     *                       wait for off the CPU, so yield almost at once, and for longer
-     */
     Backoff(boolean oversubscribed) {
-        this.spins = oversubscribed ? 20 : 2_000;
-        this.yields = oversubscribed ? 20_000 : 200;
+        this.spinNanos = oversubscribed ? 2_000 : 50_000;
+        this.yieldNanos = oversubscribed ? 20_000_000 : 2_000_000;
     }
 
     void reset() {
-        idleRounds = 0;
-        parkNanos = MIN_PARK_NANOS;
+        rounds = 0;
+        phase = 0;
     }
 
     void idle() {
-        int r = idleRounds++;
-        if (r < spins) {
-            Thread.onSpinWait();
-        } else if (r < spins + yields) {
-            Thread.yield();
-        } else {
-            LockSupport.parkNanos(parkNanos);
-            parkNanos = Math.min(parkNanos * 2, MAX_PARK_NANOS);
+        if ((rounds++ & (CLOCK_EVERY - 1)) == 0) {
+            long now = System.nanoTime();
+            if (rounds == 1) {
+                idleSince = now;
+            }
+            long idle = now - idleSince;
+            phase = idle < spinNanos ? 0 : idle < spinNanos + yieldNanos ? 1 : 2;
+        }
+        switch (phase) {
+            case 0 -> Thread.onSpinWait();
+            case 1 -> Thread.yield();
+            default -> LockSupport.parkNanos(PARK_NANOS);
         }
     }
 }

@@ -17,7 +17,7 @@ import java.util.List;
  * @param warmup      warm-up iterations per size
  * @param check       whether to run and verify a check iteration per size
  * @param userBuffers plain {@code Arena} buffers instead of {@code Communicator.allocate}
- * @param jitWarmup   iterations at a small size before the sweep, so that the JIT has compiled the collective's code
+ * @param jitWarmup   iterations cycling over the small sizes before the sweep, so that the JIT has compiled the collective's code
  */
 public record PerfConfig(Collective collective, DataType type, ReduceOp op, int root, List<Long> sizes, int iters, int warmup,
                          boolean check, boolean userBuffers, int jitWarmup) {

@@ -101,7 +101,7 @@ public final class PerfMain implements Callable<Integer> {
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "60", description = "timeout of every wait inside a collective and of the connection (default: ${DEFAULT-VALUE})")
     double timeoutSeconds;
 
-    @Option(names = "--jit-warmup", paramLabel = "N", defaultValue = "1000",
+    @Option(names = "--jit-warmup", paramLabel = "N", defaultValue = "20000",
             description = "iterations at a small size before the sweep, for the JIT (default: ${DEFAULT-VALUE})")
     int jitWarmup;
 

@@ -22,9 +22,12 @@ import java.util.function.Consumer;
  */
 public final class PerfRunner {
     private static final long PAGE = 4096;
+    /** The JIT warm-up cycles over the sweep's sizes up to this many bytes. */
+    private static final long JIT_WARMUP_MAX_BYTES = 64 * 1024;
 
     private final Communicator comm;
     private final PerfConfig config;
+    private final Histogram histogram = new Histogram(3);
 
     public PerfRunner(Communicator comm, PerfConfig config) {
         this.comm = comm;
@@ -34,70 +37,97 @@ public final class PerfRunner {
     /** Runs the sweep; returns the rows (identical on every rank). */
     public List<Row> run(Consumer<Row> sink) {
         int ranks = comm.size();
-        int rank = comm.rank();
         Collective c = config.collective();
-        DataType type = config.type();
-        ReduceOp op = config.op();
-        int ts = type.byteSize();
+        int ts = config.type().byteSize();
         long[] max = config.maxBufferBytes(ranks);
-        List<Row> rows = new ArrayList<>();
         try (Arena arena = Arena.ofShared()) {
-            MemorySegment send = buffer(arena, Math.max(max[0], ts));
-            MemorySegment recv = buffer(arena, Math.max(max[1], ts));
-            MemorySegment stats = buffer(arena, 8 * Double.BYTES);
-            MemorySegment wrongs = buffer(arena, Long.BYTES);
-            CheckData check = new CheckData(c, type, op, ranks, config.root());
+            Buffers b = new Buffers(buffer(arena, Math.max(max[0], ts)), buffer(arena, Math.max(max[1], ts)),
+                    buffer(arena, 8 * Double.BYTES), buffer(arena, Long.BYTES));
+            CheckData check = new CheckData(c, config.type(), config.op(), ranks, config.root());
             // Known inputs everywhere (their pattern does not depend on the size), and every page touched.
-            check.fill(send, rank, send.byteSize() / ts);
-            recv.fill((byte) 0);
-            Histogram histogram = new Histogram(3);
-            // JIT warm-up at a small size (and once at the largest, which touches every page the sweep uses).
-            long small = c.count(Math.min(4096, config.sizes().getLast()), ts, ranks);
-            for (int i = 0; i < config.jitWarmup(); i++) {
-                c.run(comm, send, recv, small, type, op, config.root());
-            }
-            c.run(comm, send, recv, c.count(config.sizes().getLast(), ts, ranks), type, op, config.root());
-            comm.barrier();
+            check.fill(b.send, comm.rank(), b.send.byteSize() / ts);
+            b.recv.fill((byte) 0);
+            warmUp(b, check);
+            List<Row> rows = new ArrayList<>();
             for (long requested : config.sizes()) {
-                long count = c.count(requested, ts, ranks);
-                for (int i = 0; i < config.warmup(); i++) {
-                    c.run(comm, send, recv, count, type, op, config.root());
-                }
-                comm.barrier();
-                histogram.reset();
-                long start = System.nanoTime();
-                long last = start;
-                for (int i = 0; i < config.iters(); i++) {
-                    c.run(comm, send, recv, count, type, op, config.root());
-                    long now = System.nanoTime();
-                    histogram.recordValue(now - last);
-                    last = now;
-                }
-                double timeUs = (last - start) / 1e3 / config.iters();
-                long wrong = -1;
-                if (config.check()) {
-                    long recvBytes = c.recvBytes(count, ts, ranks);
-                    recv.asSlice(0, recvBytes).fill((byte) 0);
-                    c.run(comm, send, recv, count, type, op, config.root());
-                    wrongs.set(ValueLayout.JAVA_LONG, 0, check.countWrong(recv, rank, count));
-                    comm.allReduce(wrongs, 1, DataType.INT64, ReduceOp.SUM);
-                    wrong = wrongs.get(ValueLayout.JAVA_LONG, 0);
-                }
-                double[] mine = {timeUs, histogram.getMinValue() / 1e3, histogram.getValueAtPercentile(50) / 1e3,
-                        histogram.getValueAtPercentile(99) / 1e3, histogram.getMaxValue() / 1e3};
-                MemorySegment.copy(mine, 0, stats, ValueLayout.JAVA_DOUBLE, 0, mine.length);
-                comm.allReduce(stats, mine.length, DataType.FLOAT64, ReduceOp.MAX);
-                double[] all = stats.asSlice(0, mine.length * Double.BYTES).toArray(ValueLayout.JAVA_DOUBLE);
-                Row row = Row.of(c, count, ts, type.canonicalName(), config.redopName(), c.rooted() ? config.root() : -1, ranks,
-                        all[0], wrong, all[1], all[2], all[3], all[4]);
+                Row row = measure(b, check, c.count(requested, ts, ranks), config.warmup(), config.iters());
                 rows.add(row);
                 if (sink != null) {
                     sink.accept(row);
                 }
             }
             comm.barrier();
+            return rows;
         }
-        return rows;
+    }
+
+    private record Buffers(MemorySegment send, MemorySegment recv, MemorySegment stats, MemorySegment wrongs) {
+    }
+
+    /**
+     * Before the sweep, the JVM must have compiled the code the sweep runs, with every path it
+     * takes already profiled: a path first taken mid-sweep (another size regime, the check, the
+     * statistics all-reduce in another type, the barrier, printing) deoptimizes the compiled code,
+     * and the next ~10^4 calls run interpreted, far longer than nccl-tests' 20 iterations. So: one
+     * quiet pass over the whole sweep (every size, check and statistics included), then
+     * {@code --jit-warmup} iterations cycling over the small sizes with the same per-size work
+     * every 64 iterations. Counts, not time: every rank does the same calls.
+     */
+    private void warmUp(Buffers b, CheckData check) {
+        Collective c = config.collective();
+        int ts = config.type().byteSize();
+        int ranks = comm.size();
+        for (long requested : config.sizes()) {
+            measure(b, check, c.count(requested, ts, ranks), 1, 2).format(true);
+        }
+        List<Long> small = config.sizes().stream().filter(bytes -> bytes <= JIT_WARMUP_MAX_BYTES).toList();
+        if (small.isEmpty()) {
+            small = List.of(config.sizes().getFirst());
+        }
+        for (int i = 0; i < config.jitWarmup(); i += 64) {
+            long count = c.count(small.get((i / 64) % small.size()), ts, ranks);
+            measure(b, check, count, 0, Math.min(64, config.jitWarmup() - i));
+        }
+        comm.barrier();
+    }
+
+    /** One row: warm-up iterations, a barrier, the timed iterations, the check, the statistics across ranks. */
+    private Row measure(Buffers b, CheckData check, long count, int warmup, int iters) {
+        Collective c = config.collective();
+        DataType type = config.type();
+        ReduceOp op = config.op();
+        int ts = type.byteSize();
+        int ranks = comm.size();
+        for (int i = 0; i < warmup; i++) {
+            c.run(comm, b.send, b.recv, count, type, op, config.root());
+        }
+        comm.barrier();
+        histogram.reset();
+        long start = System.nanoTime();
+        long last = start;
+        for (int i = 0; i < iters; i++) {
+            c.run(comm, b.send, b.recv, count, type, op, config.root());
+            long now = System.nanoTime();
+            histogram.recordValue(now - last);
+            last = now;
+        }
+        double timeUs = (last - start) / 1e3 / Math.max(1, iters);
+        long wrong = -1;
+        if (config.check()) {
+            long recvBytes = c.recvBytes(count, ts, ranks);
+            b.recv.asSlice(0, recvBytes).fill((byte) 0);
+            c.run(comm, b.send, b.recv, count, type, op, config.root());
+            b.wrongs.set(ValueLayout.JAVA_LONG, 0, check.countWrong(b.recv, comm.rank(), count));
+            comm.allReduce(b.wrongs, 1, DataType.INT64, ReduceOp.SUM);
+            wrong = b.wrongs.get(ValueLayout.JAVA_LONG, 0);
+        }
+        double[] mine = {timeUs, histogram.getMinValue() / 1e3, histogram.getValueAtPercentile(50) / 1e3,
+                histogram.getValueAtPercentile(99) / 1e3, histogram.getMaxValue() / 1e3};
+        MemorySegment.copy(mine, 0, b.stats, ValueLayout.JAVA_DOUBLE, 0, mine.length);
+        comm.allReduce(b.stats, mine.length, DataType.FLOAT64, ReduceOp.MAX);
+        double[] all = b.stats.asSlice(0, mine.length * Double.BYTES).toArray(ValueLayout.JAVA_DOUBLE);
+        return Row.of(c, count, ts, type.canonicalName(), config.redopName(), c.rooted() ? config.root() : -1, ranks,
+                all[0], wrong, all[1], all[2], all[3], all[4]);
     }
 
     private MemorySegment buffer(Arena arena, long bytes) {
