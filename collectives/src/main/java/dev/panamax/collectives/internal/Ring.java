@@ -71,7 +71,11 @@ final class Ring {
             return;
         }
         if (count * e * (n - 1) <= DIRECT_MAX_BYTES) {
-            directAllReduce(send, recv, count, type, op);
+            if (n > 2 && Integer.bitCount(n) == 1) {
+                recursiveDoublingAllReduce(send, recv, count, type, op);
+            } else {
+                directAllReduce(send, recv, count, type, op);
+            }
             return;
         }
         waiter.begin("allreduce", 2 * (n - 1));
@@ -119,6 +123,39 @@ final class Ring {
             Reductions.divide(type, recv, 0, count, n);
         }
         java.util.Arrays.fill(reqs, null);
+    }
+
+    /**
+     * Small messages on a power-of-two group: log2(n) rounds, in round k a rank swaps its partial
+     * vector with rank ^ 2^k and folds the two (lower rank's operand first, so that every rank
+     * computes the same bits). Each rank waits on one peer per round, which keeps latency low when
+     * the CPUs are oversubscribed (the direct exchange needs every peer scheduled at once).
+     */
+    private void recursiveDoublingAllReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        int n = size;
+        long bytes = count * type.byteSize();
+        int rounds = Integer.numberOfTrailingZeros(n);
+        waiter.begin("allreduce(recursive doubling)", rounds);
+        MemorySegment mine = scratch.get(0, 2 * bytes);
+        MemorySegment theirs = mine.asSlice(bytes, bytes);
+        mine = mine.asSlice(0, bytes);
+        MemorySegment.copy(send, 0, mine, 0, bytes);
+        for (int k = 0; k < rounds; k++) {
+            waiter.step(k);
+            int partner = rank ^ (1 << k);
+            Request tx = links[partner].send(mine);
+            Request rx = links[partner].recv(theirs, null, type, null);
+            waiter.await(tx, rx);
+            MemorySegment out = k == rounds - 1 ? recv : mine;
+            if (partner < rank) {
+                Reductions.reduce(type, op, out, 0, theirs, 0, mine, 0, count);
+            } else {
+                Reductions.reduce(type, op, out, 0, mine, 0, theirs, 0, count);
+            }
+        }
+        if (op == ReduceOp.AVG) {
+            Reductions.divide(type, recv, 0, count, n);
+        }
     }
 
     private Request[] requestArray = new Request[0];

@@ -82,7 +82,7 @@ public final class PerfRunner {
         }
         List<Long> small = config.sizes().stream().filter(bytes -> bytes <= JIT_WARMUP_MAX_BYTES).toList();
         if (small.isEmpty()) {
-            small = List.of(config.sizes().getFirst());
+            small = List.of(JIT_WARMUP_MAX_BYTES); // every size is larger, so the buffers hold this
         }
         for (int i = 0; i < config.jitWarmup(); i += 64) {
             long count = c.count(small.get((i / 64) % small.size()), ts, ranks);
