@@ -62,11 +62,20 @@ class FailureTest {
             comms.get(2).close();
             MemorySegment s = a.allocate(1 << 20, 64);
             long start = System.nanoTime();
-            Throwable e = assertThrows(Throwable.class, () -> Ranks.run(comms.subList(0, 2),
-                    c -> c.allReduce(s.asSlice(c.rank() * (1 << 19), 1 << 19), 1 << 17, DataType.FLOAT32, ReduceOp.SUM)));
+            List<Throwable> failures = Ranks.onEachRank(2, r -> {
+                try {
+                    comms.get(r).allReduce(s.asSlice(r * (1 << 19), 1 << 19), 1 << 17, DataType.FLOAT32, ReduceOp.SUM);
+                    return null;
+                } catch (CollectiveException e) {
+                    return e;
+                }
+            });
             double seconds = (System.nanoTime() - start) / 1e9;
             assertTrue(seconds < 10, "gave up after " + seconds + " s");
-            assertTrue(e instanceof PeerFailedException pf && pf.peer() == 2, () -> "got " + e);
+            // Every survivor fails; the first to notice names rank 2, and a rank that fails
+            // because that one gave up (its links close) may name it instead.
+            assertTrue(failures.stream().allMatch(f -> f instanceof PeerFailedException), () -> "got " + failures);
+            assertTrue(failures.stream().anyMatch(f -> ((PeerFailedException) f).peer() == 2), () -> "got " + failures);
         } finally {
             Ranks.closeAll(comms);
         }

@@ -64,9 +64,11 @@ class MultiProcessTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"shm", "tcp"})
-    void fourProcessesAllReduce(String transport) throws Exception {
-        List<Rank> ranks = launch(4, transport, "20", "100003", "60");
+    @ValueSource(strings = {"shm", "tcp", "shm user", "tcp user"})
+    void fourProcessesAllReduce(String transportAndBuffers) throws Exception {
+        String[] t = transportAndBuffers.split(" ");
+        // 1M+3 floats: ring chunks of 1 MiB, past the by-reference and by-address thresholds.
+        List<Rank> ranks = launch(4, t[0], "20", "1048579", "60", t.length > 1 ? t[1] : "shared");
         for (Rank r : ranks) {
             assertTrue(r.process().waitFor(120, TimeUnit.SECONDS), "a rank did not finish");
             List<String> out = r.output().get(10, TimeUnit.SECONDS);

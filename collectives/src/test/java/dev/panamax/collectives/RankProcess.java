@@ -9,7 +9,8 @@ import java.time.Duration;
 
 /**
  * A rank as its own process, for the multi-process tests: joins the job from the environment,
- * runs {@code iterations} checked all-reduces of {@code count} floats, prints "OK" or
+ * runs {@code iterations} checked all-reduces of {@code count} floats (args: transport, iterations,
+ * count, timeout seconds, and optionally "user" for a plain Arena buffer), prints "OK" or
  * "PEER_FAILED <rank>" / "FAILED <message>", and exits 0, 3 or 4.
  */
 public final class RankProcess {
@@ -21,14 +22,16 @@ public final class RankProcess {
         try (Communicator c = Panamax.builder().config(LaunchConfig.fromEnvironment()).transport(kind)
                 .timeout(Duration.ofMillis((long) (timeoutSeconds * 1000))).connect()) {
             System.out.println("READY " + c.rank());
-            MemorySegment buf = c.allocate(count * 4);
+            // "user": a plain Arena buffer (staged or read by address), else the communicator's shared memory.
+            boolean user = args.length > 4 && args[4].equals("user");
+            MemorySegment buf = user ? java.lang.foreign.Arena.ofShared().allocate(count * 4, 64) : c.allocate(count * 4);
             for (int it = 0; it < iterations; it++) {
                 for (long i = 0; i < count; i++) {
                     buf.setAtIndex(ValueLayout.JAVA_FLOAT, i, c.rank() + 1);
                 }
                 c.allReduce(buf, count, DataType.FLOAT32, ReduceOp.SUM);
                 float want = c.size() * (c.size() + 1) / 2f;
-                for (long i = 0; i < count; i += 997) {
+                for (long i = 0; i < count; i++) {
                     if (buf.getAtIndex(ValueLayout.JAVA_FLOAT, i) != want) {
                         System.out.println("FAILED wrong value at " + i);
                         System.exit(5);
