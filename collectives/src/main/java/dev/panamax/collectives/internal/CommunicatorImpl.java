@@ -74,54 +74,31 @@ public final class CommunicatorImpl implements Communicator {
 
     @Override
     public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
-        Args.reduction(type, op);
-        Args.buffer("send", send, count, type, false);
-        Args.buffer("recv", recv, count, type, true);
-        Args.sameOrDisjoint(send, recv, "allReduce");
+        checkAllReduce(send, recv, count, type, op);
         run(() -> ring.allReduce(send, recv, count, type, op));
     }
 
     @Override
     public void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
-        Args.reduction(type, op);
-        long total = Args.times(recvCount, size, "recvCount * size");
-        Args.buffer("send", send, total, type, false);
-        Args.buffer("recv", recv, recvCount, type, true);
-        Args.inPlaceBlock(send, recv, recvCount * type.byteSize(), rank, "reduceScatter", "recv", "send");
+        checkReduceScatter(send, recv, recvCount, type, op);
         run(() -> ring.reduceScatter(send, recv, recvCount, type, op));
     }
 
     @Override
     public void allGather(MemorySegment send, MemorySegment recv, long sendCount, DataType type) {
-        Objects.requireNonNull(type, "type");
-        long total = Args.times(sendCount, size, "sendCount * size");
-        Args.buffer("send", send, sendCount, type, false);
-        Args.buffer("recv", recv, total, type, true);
-        Args.inPlaceBlock(recv, send, sendCount * type.byteSize(), rank, "allGather", "send", "recv");
+        checkAllGather(send, recv, sendCount, type);
         run(() -> ring.allGather(send, recv, sendCount, type));
     }
 
     @Override
     public void broadcast(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
-        Objects.requireNonNull(type, "type");
-        checkPeerIndex(root, "root");
-        if (rank == root) {
-            Args.buffer("send", send, count, type, false);
-            Args.sameOrDisjoint(send, recv, "broadcast");
-        }
-        Args.buffer("recv", recv, count, type, true);
+        checkBroadcast(send, recv, count, type, root);
         run(() -> ring.broadcast(send, recv, count, type, root));
     }
 
     @Override
     public void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
-        Args.reduction(type, op);
-        checkPeerIndex(root, "root");
-        Args.buffer("send", send, count, type, false);
-        if (rank == root) {
-            Args.buffer("recv", recv, count, type, true);
-            Args.sameOrDisjoint(send, recv, "reduce");
-        }
+        checkReduce(send, recv, count, type, op, root);
         run(() -> ring.reduce(send, recv, count, type, op, root));
     }
 
@@ -130,60 +107,39 @@ public final class CommunicatorImpl implements Communicator {
         run(ring::barrier);
     }
 
-    // ---- asynchronous collectives ---------------------------------------------------------
+    // ---- asynchronous collectives: same checks, then the caller's buffers are handed to the worker
 
     @Override
     public CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
-        Args.reduction(type, op);
-        Args.buffer("send", send, count, type, false);
-        Args.buffer("recv", recv, count, type, true);
-        Args.sameOrDisjoint(send, recv, "allReduce");
+        checkAllReduce(send, recv, count, type, op);
         MemorySegment s = Segments.unscoped(send), r = Segments.unscoped(recv);
         return async(() -> ring.allReduce(s, r, count, type, op));
     }
 
     @Override
     public CompletableFuture<Void> reduceScatterAsync(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
-        Args.reduction(type, op);
-        Args.buffer("send", send, Args.times(recvCount, size, "recvCount * size"), type, false);
-        Args.buffer("recv", recv, recvCount, type, true);
-        Args.inPlaceBlock(send, recv, recvCount * type.byteSize(), rank, "reduceScatter", "recv", "send");
+        checkReduceScatter(send, recv, recvCount, type, op);
         MemorySegment s = Segments.unscoped(send), r = Segments.unscoped(recv);
         return async(() -> ring.reduceScatter(s, r, recvCount, type, op));
     }
 
     @Override
     public CompletableFuture<Void> allGatherAsync(MemorySegment send, MemorySegment recv, long sendCount, DataType type) {
-        Objects.requireNonNull(type, "type");
-        Args.buffer("send", send, sendCount, type, false);
-        Args.buffer("recv", recv, Args.times(sendCount, size, "sendCount * size"), type, true);
-        Args.inPlaceBlock(recv, send, sendCount * type.byteSize(), rank, "allGather", "send", "recv");
+        checkAllGather(send, recv, sendCount, type);
         MemorySegment s = Segments.unscoped(send), r = Segments.unscoped(recv);
         return async(() -> ring.allGather(s, r, sendCount, type));
     }
 
     @Override
     public CompletableFuture<Void> broadcastAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
-        Objects.requireNonNull(type, "type");
-        checkPeerIndex(root, "root");
-        if (rank == root) {
-            Args.buffer("send", send, count, type, false);
-            Args.sameOrDisjoint(send, recv, "broadcast");
-        }
-        Args.buffer("recv", recv, count, type, true);
+        checkBroadcast(send, recv, count, type, root);
         MemorySegment s = Segments.unscoped(send), r = Segments.unscoped(recv);
         return async(() -> ring.broadcast(s, r, count, type, root));
     }
 
     @Override
     public CompletableFuture<Void> reduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
-        Args.reduction(type, op);
-        checkPeerIndex(root, "root");
-        Args.buffer("send", send, count, type, false);
-        if (rank == root) {
-            Args.buffer("recv", recv, count, type, true);
-            Args.sameOrDisjoint(send, recv, "reduce");
-        }
+        checkReduce(send, recv, count, type, op, root);
         MemorySegment s = Segments.unscoped(send), r = Segments.unscoped(recv);
         return async(() -> ring.reduce(s, r, count, type, op, root));
     }
@@ -191,6 +147,49 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public CompletableFuture<Void> barrierAsync() {
         return async(ring::barrier);
+    }
+
+    // ---- argument checks, before any rank blocks ------------------------------------------
+
+    private void checkAllReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        Args.reduction(type, op);
+        Args.buffer("send", send, count, type, false);
+        Args.buffer("recv", recv, count, type, true);
+        Args.sameOrDisjoint(send, recv, "allReduce");
+    }
+
+    private void checkReduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
+        Args.reduction(type, op);
+        Args.buffer("send", send, Args.times(recvCount, size, "recvCount * size"), type, false);
+        Args.buffer("recv", recv, recvCount, type, true);
+        Args.inPlaceBlock(send, recv, recvCount * type.byteSize(), rank, "reduceScatter", "recv", "send");
+    }
+
+    private void checkAllGather(MemorySegment send, MemorySegment recv, long sendCount, DataType type) {
+        Objects.requireNonNull(type, "type");
+        Args.buffer("send", send, sendCount, type, false);
+        Args.buffer("recv", recv, Args.times(sendCount, size, "sendCount * size"), type, true);
+        Args.inPlaceBlock(recv, send, sendCount * type.byteSize(), rank, "allGather", "send", "recv");
+    }
+
+    private void checkBroadcast(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
+        Objects.requireNonNull(type, "type");
+        checkPeerIndex(root, "root");
+        if (rank == root) {
+            Args.buffer("send", send, count, type, false);
+            Args.sameOrDisjoint(send, recv, "broadcast");
+        }
+        Args.buffer("recv", recv, count, type, true);
+    }
+
+    private void checkReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
+        Args.reduction(type, op);
+        checkPeerIndex(root, "root");
+        Args.buffer("send", send, count, type, false);
+        if (rank == root) {
+            Args.buffer("recv", recv, count, type, true);
+            Args.sameOrDisjoint(send, recv, "reduce");
+        }
     }
 
     // ---- memory ---------------------------------------------------------------------------

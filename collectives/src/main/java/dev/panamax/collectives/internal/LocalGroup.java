@@ -80,7 +80,7 @@ public final class LocalGroup {
         private final int self;
         private final ConcurrentLinkedQueue<Message> out;
         private final ConcurrentLinkedQueue<Message> in;
-        private final ArrayDeque<RecvReq> recvs = new ArrayDeque<>();
+        private final ArrayDeque<Request.Receive> recvs = new ArrayDeque<>();
 
         LocalLink(LocalGroup group, int self, int peer) {
             super(peer);
@@ -107,14 +107,14 @@ public final class LocalGroup {
 
         @Override
         public Request recv(MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
-            RecvReq r = new RecvReq(this, dst, with, type, op);
+            Request.Receive r = new Request.Receive(this, dst, with, type, op);
             recvs.add(r);
             return r;
         }
 
         @Override
         public void progress() {
-            RecvReq r;
+            Request.Receive r;
             Message m;
             while ((r = recvs.peek()) != null && (m = in.poll()) != null) {
                 long expected = r.dst.byteSize();
@@ -149,17 +149,12 @@ public final class LocalGroup {
             group.markClosed(self);
         }
 
-        private static final class SendReq extends Request {
+        private static final class SendReq extends Request.Send {
             final Message message;
 
             SendReq(LocalLink link, Message message) {
-                super(link);
+                super(link, message.data);
                 this.message = message;
-            }
-
-            @Override
-            public String describe() {
-                return "send of " + message.data.byteSize() + " bytes to rank " + link.peer() + " over local";
             }
 
             @Override
@@ -175,24 +170,5 @@ public final class LocalGroup {
             }
         }
 
-        private final class RecvReq extends Request {
-            final MemorySegment dst;
-            final MemorySegment with;
-            final DataType type;
-            final ReduceOp op;
-
-            RecvReq(LocalLink link, MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
-                super(link);
-                this.dst = dst;
-                this.with = with;
-                this.type = type;
-                this.op = op;
-            }
-
-            @Override
-            public String describe() {
-                return "receive of " + dst.byteSize() + " bytes from rank " + peer + " over local";
-            }
-        }
     }
 }

@@ -69,7 +69,7 @@ final class ShmLink extends Link {
     private final ShmAllocator allocator;
     private final ArrayDeque<SendReq> sends = new ArrayDeque<>();
     private final ArrayDeque<SendReq> awaitingConsumption = new ArrayDeque<>();
-    private final ArrayDeque<RecvReq> recvs = new ArrayDeque<>();
+    private final ArrayDeque<Request.Receive> recvs = new ArrayDeque<>();
     private final PeerRegions peerRegions = new PeerRegions();
     private long head;       // next slot we publish on out
     private long peerTail;   // last seen consumer position of out
@@ -106,7 +106,7 @@ final class ShmLink extends Link {
 
     @Override
     public Request recv(MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
-        RecvReq r = new RecvReq(this, dst, with, type, op);
+        Request.Receive r = new Request.Receive(this, dst, with, type, op);
         recvs.add(r);
         return r;
     }
@@ -167,7 +167,7 @@ final class ShmLink extends Link {
     }
 
     private void progressRecvs() {
-        RecvReq r;
+        Request.Receive r;
         while ((r = recvs.peek()) != null && (long) LONG.getAcquire(in, HEAD) > tail) {
             long slot = tail % SLOTS;
             long d = DESCRIPTORS + slot * DESCRIPTOR_BYTES;
@@ -275,41 +275,12 @@ final class ShmLink extends Link {
         }
     }
 
-    private static final class SendReq extends Request {
-        final MemorySegment src;
+    private static final class SendReq extends Request.Send {
         ShmAllocator.Located located;
-        long offset;
         long referenceSlot;
 
         SendReq(ShmLink link, MemorySegment src) {
-            super(link);
-            this.src = src;
-        }
-
-        @Override
-        public String describe() {
-            return "send of " + src.byteSize() + " bytes to rank " + link.peer() + " over shm (" + offset + " sent)";
-        }
-    }
-
-    private static final class RecvReq extends Request {
-        final MemorySegment dst;
-        final MemorySegment with;
-        final DataType type;
-        final ReduceOp op;
-        long offset;
-
-        RecvReq(ShmLink link, MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
-            super(link);
-            this.dst = dst;
-            this.with = with;
-            this.type = type;
-            this.op = op;
-        }
-
-        @Override
-        public String describe() {
-            return "receive of " + dst.byteSize() + " bytes from rank " + link.peer() + " over shm (" + offset + " received)";
+            super(link, src);
         }
     }
 }

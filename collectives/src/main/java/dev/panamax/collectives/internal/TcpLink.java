@@ -193,44 +193,22 @@ final class TcpLink extends Link {
         arena.close();
     }
 
-    private static final class SendReq extends Request {
-        final MemorySegment src;
+    private static final class SendReq extends Request.Send {
         boolean headerStarted;
         boolean headerDone;
-        long offset;
         ByteBuffer window;
 
         SendReq(TcpLink link, MemorySegment src) {
-            super(link);
-            this.src = src;
-        }
-
-        @Override
-        public String describe() {
-            return "send of " + src.byteSize() + " bytes to rank " + link.peer() + " over tcp (" + offset + " sent)";
+            super(link, src);
         }
     }
 
-    private static final class RecvReq extends Request {
-        final MemorySegment dst;
-        final MemorySegment with;
-        final DataType type;
-        final ReduceOp op;
+    private static final class RecvReq extends Request.Receive {
         boolean headerDone;
-        long offset;
         ByteBuffer window;
 
         RecvReq(TcpLink link, MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
-            super(link);
-            this.dst = dst;
-            this.with = with;
-            this.type = type;
-            this.op = op;
-        }
-
-        @Override
-        public String describe() {
-            return "receive of " + dst.byteSize() + " bytes from rank " + link.peer() + " over tcp (" + offset + " received)";
+            super(link, dst, with, type, op);
         }
     }
 }
