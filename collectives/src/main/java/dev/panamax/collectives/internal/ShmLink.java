@@ -23,8 +23,10 @@ import java.util.Map;
  *
  * <p>Every rank owns an inbox (one memfd region) with one channel block per sender. A channel is a
  * single-producer single-consumer ring of {@link #SLOTS} slots: the sender fills a slot and
- * publishes it by a release-store of {@code head}; the receiver consumes it and release-stores
- * {@code tail}. A slot carries either a piece of the message inline ({@link #SLOT_BYTES} at most:
+ * publishes it by a release-store of the slot's sequence number in its descriptor, which the
+ * receiver polls (so a small message costs one cache line: its payload rides in the descriptor);
+ * the receiver consumes it and release-stores {@code tail}, which the sender reads only when the
+ * ring is full. A slot carries either a piece of the message inline ({@link #SLOT_BYTES} at most:
  * the sender copies in while the receiver copies or reduces out, pipelined), or, when the send
  * buffer came from the communicator's shared-memory allocator, a reference to it: the receiver
  * maps the sender's region and reads the data where it lies (zero copies through staging), and
@@ -36,7 +38,6 @@ final class ShmLink extends Link {
     /** Messages at least this long go by reference when they lie in shared memory. */
     static final long BY_REFERENCE_MIN_BYTES = 64 * 1024;
 
-    private static final long HEAD = 0;
     private static final long TAIL = 64;
     private static final long SENDER_CLOSED = 128;
     private static final long RECEIVER_CLOSED = 192;
@@ -45,16 +46,21 @@ final class ShmLink extends Link {
     private static final long DATA = 4096;
     static final long BLOCK_BYTES = DATA + SLOTS * SLOT_BYTES;
 
-    // descriptor fields
-    private static final long D_KIND = 0;
-    private static final long D_MESSAGE_BYTES = 8;
-    private static final long D_PIECE_BYTES = 16;
-    private static final long D_REGION_ID = 24;
-    private static final long D_FD = 32;
-    private static final long D_REGION_BYTES = 40;
-    private static final long D_OFFSET = 48;
+    // descriptor fields (one cache line per slot)
+    private static final long D_SEQUENCE = 0;     // slot's sequence number + 1, written last
+    private static final long D_KIND = 8;
+    private static final long D_MESSAGE_BYTES = 16;
+    private static final long D_PIECE_BYTES = 24;
+    private static final long D_REGION_ID = 32;
+    private static final long D_FD = 40;
+    private static final long D_REGION_BYTES = 48;
+    private static final long D_OFFSET = 56;
+    /** Small pieces travel in the descriptor itself, over the (then unused) reference fields. */
+    private static final long D_PAYLOAD = 32;
+    static final long DESCRIPTOR_PAYLOAD_BYTES = 32;
     private static final long KIND_INLINE = 1;
     private static final long KIND_REFERENCE = 2;
+    private static final long KIND_IN_DESCRIPTOR = 3;
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final ValueLayout.OfLong L = ValueLayout.JAVA_LONG;
@@ -71,7 +77,7 @@ final class ShmLink extends Link {
     private final ArrayDeque<SendReq> awaitingConsumption = new ArrayDeque<>();
     private final ArrayDeque<Request.Receive> recvs = new ArrayDeque<>();
     private final PeerRegions peerRegions = new PeerRegions();
-    private long head;       // next slot we publish on out
+    private long head;       // sequence number of the next slot we publish on out
     private long peerTail;   // last seen consumer position of out
     private long tail;       // next slot we consume on in
     private boolean closed;
@@ -84,9 +90,7 @@ final class ShmLink extends Link {
         this.out = peerInbox.segment().asSlice(self * BLOCK_BYTES, BLOCK_BYTES);
         this.peerInbox = peerInbox;
         this.allocator = allocator;
-        this.head = (long) LONG.getAcquire(out, HEAD);
-        this.peerTail = (long) LONG.getAcquire(out, TAIL);
-        this.tail = (long) LONG.getAcquire(in, TAIL);
+        // Channels are fresh (zeroed) memory: sequence numbers start at 0 on both sides.
     }
 
     @Override
@@ -148,17 +152,22 @@ final class ShmLink extends Link {
                 out.set(L, d + D_REGION_BYTES, r.located.handle().byteSize());
                 out.set(L, d + D_OFFSET, r.located.offset());
                 r.referenceSlot = head;
-                LONG.setRelease(out, HEAD, ++head);
+                LONG.setRelease(out, d + D_SEQUENCE, ++head);
                 sends.poll();
                 awaitingConsumption.add(r);
                 continue;
             }
             long piece = Math.min(SLOT_BYTES, bytes - r.offset);
-            MemorySegment.copy(r.src, r.offset, out, DATA + slot * SLOT_BYTES, piece);
-            out.set(L, d + D_KIND, KIND_INLINE);
+            if (piece <= DESCRIPTOR_PAYLOAD_BYTES) {
+                MemorySegment.copy(r.src, r.offset, out, d + D_PAYLOAD, piece);
+                out.set(L, d + D_KIND, KIND_IN_DESCRIPTOR);
+            } else {
+                MemorySegment.copy(r.src, r.offset, out, DATA + slot * SLOT_BYTES, piece);
+                out.set(L, d + D_KIND, KIND_INLINE);
+            }
             out.set(L, d + D_PIECE_BYTES, piece);
             r.offset += piece;
-            LONG.setRelease(out, HEAD, ++head);
+            LONG.setRelease(out, d + D_SEQUENCE, ++head);
             if (r.offset == bytes) {
                 r.done = true;
                 sends.poll();
@@ -168,7 +177,8 @@ final class ShmLink extends Link {
 
     private void progressRecvs() {
         Request.Receive r;
-        while ((r = recvs.peek()) != null && (long) LONG.getAcquire(in, HEAD) > tail) {
+        while ((r = recvs.peek()) != null
+                && (long) LONG.getAcquire(in, DESCRIPTORS + (tail % SLOTS) * DESCRIPTOR_BYTES + D_SEQUENCE) == tail + 1) {
             long slot = tail % SLOTS;
             long d = DESCRIPTORS + slot * DESCRIPTOR_BYTES;
             long expected = r.dst.byteSize();
@@ -183,6 +193,8 @@ final class ShmLink extends Link {
             if (kind == KIND_REFERENCE) {
                 MemorySegment region = peerRegions.map(in.get(L, d + D_REGION_ID), (int) in.get(L, d + D_FD), in.get(L, d + D_REGION_BYTES));
                 source = region.asSlice(in.get(L, d + D_OFFSET), piece);
+            } else if (kind == KIND_IN_DESCRIPTOR) {
+                source = in.asSlice(d + D_PAYLOAD, piece);
             } else {
                 source = in.asSlice(DATA + slot * SLOT_BYTES, piece);
             }
