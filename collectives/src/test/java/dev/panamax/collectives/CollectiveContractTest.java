@@ -79,6 +79,45 @@ class CollectiveContractTest {
         assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures);
     }
 
+    static Stream<Arguments> midSizeGrid() {
+        List<Arguments> out = new ArrayList<>();
+        for (Ranks.Transport t : Ranks.Transport.values()) {
+            if (Ranks.selected(t)) {
+                for (int n : new int[]{3, 4, 8}) {
+                    out.add(Arguments.of(t, n));
+                }
+            }
+        }
+        return out.stream();
+    }
+
+    /**
+     * Mid sizes, where the all-reduce switches algorithm (recursive halving/doubling on
+     * power-of-two groups, the ring otherwise): counts whose halves and chunks are uneven.
+     */
+    @ParameterizedTest(name = "{0} x {1} ranks")
+    @MethodSource("midSizeGrid")
+    void midSizeAllReduceMatchesTheReference(Ranks.Transport transport, int n) {
+        List<Communicator> comms = transport.open(n);
+        List<String> failures = Collections.synchronizedList(new ArrayList<>());
+        try {
+            Ranks.run(comms, c -> {
+                try (Arena arena = Arena.ofConfined()) {
+                    for (long count : new long[]{8193, 100_003, 524_287}) {
+                        for (DataType type : DataType.values()) {
+                            for (ReduceOp op : ReduceOp.values()) {
+                                allReduce(c, arena, count, type, op, failures);
+                            }
+                        }
+                    }
+                }
+            });
+        } finally {
+            Ranks.closeAll(comms);
+        }
+        assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures);
+    }
+
     private static String tag(Communicator c, String what, long count, DataType type, ReduceOp op) {
         return what + " rank " + c.rank() + "/" + c.size() + " count " + count + " " + type.canonicalName() + (op == null ? "" : " " + op);
     }
