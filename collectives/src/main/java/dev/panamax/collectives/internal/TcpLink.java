@@ -32,6 +32,7 @@ final class TcpLink extends Link {
     private final ByteBuffer recvHeader = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
     private final MemorySegment staging;
     private final ByteBuffer stagingBuffer;
+    private final ByteBuffer[] pair = new ByteBuffer[2];
     private final ArrayDeque<SendReq> sends = new ArrayDeque<>();
     private final ArrayDeque<RecvReq> recvs = new ArrayDeque<>();
     private boolean closed;
@@ -82,8 +83,20 @@ final class TcpLink extends Link {
                     sendHeader.clear();
                     sendHeader.putLong(0, r.src.byteSize());
                     r.headerStarted = true;
+                    if (r.src.byteSize() > 0) {
+                        r.window = r.src.asSlice(0, Math.min(WINDOW_BYTES, r.src.byteSize())).asByteBuffer();
+                    }
                 }
-                channel.write(sendHeader);
+                if (r.window != null) {
+                    // Header and payload in one writev: one segment, one wake-up for a small message.
+                    int before = r.window.position();
+                    pair[0] = sendHeader;
+                    pair[1] = r.window;
+                    channel.write(pair);
+                    r.offset += r.window.position() - before;
+                } else {
+                    channel.write(sendHeader);
+                }
                 if (sendHeader.hasRemaining()) {
                     return;
                 }
@@ -111,7 +124,8 @@ final class TcpLink extends Link {
         RecvReq r;
         while ((r = recvs.peek()) != null) {
             if (!r.headerDone) {
-                if (read(recvHeader) < 0) {
+                long got = readHeaderAndPayload(r);
+                if (got < 0) {
                     throw eof();
                 }
                 if (recvHeader.hasRemaining()) {
@@ -162,6 +176,30 @@ final class TcpLink extends Link {
             r.done = true;
             recvs.poll();
         }
+    }
+
+    /** Reads the header together with the first payload bytes (readv): one system call for a small message. */
+    private long readHeaderAndPayload(RecvReq r) throws IOException {
+        long total = r.dst.byteSize();
+        if (total == 0) {
+            return read(recvHeader);
+        }
+        if (r.window == null) {
+            if (r.op == null) {
+                r.window = r.dst.asSlice(0, Math.min(WINDOW_BYTES, total)).asByteBuffer();
+            } else {
+                stagingBuffer.clear().limit((int) Math.min(STAGING_BYTES, total));
+                r.window = stagingBuffer;
+            }
+        }
+        int before = r.window.position();
+        pair[0] = recvHeader;
+        pair[1] = r.window;
+        long got = channel.read(pair);
+        if (r.op == null) {
+            r.offset += r.window.position() - before;
+        }
+        return got;
     }
 
     private int read(ByteBuffer b) throws IOException {
