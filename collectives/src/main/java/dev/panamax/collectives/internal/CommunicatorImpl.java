@@ -211,11 +211,6 @@ public final class CommunicatorImpl implements Communicator {
 
     // ---- lifecycle ------------------------------------------------------------------------
 
-    /** Makes every wait of this rank fail now (used on close and by the reliability layer). */
-    public void abort(String reason) {
-        waiter.abort(reason);
-    }
-
     @Override
     public void close() {
         if (closed) {
@@ -232,15 +227,7 @@ public final class CommunicatorImpl implements Communicator {
         }
         lock.lock();
         try {
-            for (Link l : links) {
-                if (l != null) {
-                    try {
-                        l.close();
-                    } catch (RuntimeException ignored) {
-                        // best effort: the peer may be gone already
-                    }
-                }
-            }
+            closeLinks();
             allocator.close();
         } finally {
             lock.unlock();
@@ -257,16 +244,21 @@ public final class CommunicatorImpl implements Communicator {
             collective.run();
         } catch (RuntimeException | Error e) {
             failure = e;
-            for (Link l : links) {
-                if (l != null) {
-                    try {
-                        l.close();
-                    } catch (RuntimeException ignored) {
-                        // best effort
-                    }
+            closeLinks();
+            throw e;
+        }
+    }
+
+    /** Closes every link (idempotent), which also tells the peers this rank is gone. */
+    private void closeLinks() {
+        for (Link l : links) {
+            if (l != null) {
+                try {
+                    l.close();
+                } catch (RuntimeException ignored) {
+                    // best effort: the peer may be gone already
                 }
             }
-            throw e;
         }
     }
 

@@ -31,6 +31,8 @@ final class Ring {
     private final Link[] links;
     private final Waiter waiter;
     private final Scratch scratch;
+    /** Groups of 4, 8, 16...: recursive doubling and halving/doubling apply. */
+    private final boolean powerOfTwoAbove2;
 
     Ring(int rank, int size, Link[] links, Waiter waiter, Scratch scratch) {
         this.rank = rank;
@@ -38,6 +40,7 @@ final class Ring {
         this.links = links;
         this.waiter = waiter;
         this.scratch = scratch;
+        this.powerOfTwoAbove2 = size > 2 && Integer.bitCount(size) == 1;
     }
 
     private Link right() {
@@ -73,23 +76,19 @@ final class Ring {
             return;
         }
         if (count * e * (n - 1) <= DIRECT_MAX_BYTES) {
-            if (n > 2 && Integer.bitCount(n) == 1) {
+            if (powerOfTwoAbove2) {
                 recursiveDoublingAllReduce(send, recv, count, type, op);
             } else {
                 directAllReduce(send, recv, count, type, op);
             }
             return;
         }
-        if (n > 2 && Integer.bitCount(n) == 1 && count * e <= HALVING_DOUBLING_MAX_BYTES) {
+        if (powerOfTwoAbove2 && count * e <= HALVING_DOUBLING_MAX_BYTES) {
             halvingDoublingAllReduce(send, recv, count, type, op);
             return;
         }
         waiter.begin("allreduce", 2 * (n - 1));
         reduceScatterChunks(send, recv, count, type, op);
-        int owned = (rank + 1) % n;
-        if (op == ReduceOp.AVG) {
-            Reductions.divide(type, recv, chunkStart(count, n, owned) * e, chunkCount(count, n, owned), n);
-        }
         for (int s = 0; s < n - 1; s++) {
             waiter.step(n - 1 + s);
             int sc = Math.floorMod(rank + 1 - s, n);
@@ -230,7 +229,7 @@ final class Ring {
         return requestArray;
     }
 
-    /** Ring reduce-scatter over the n chunks of {@code count}; afterwards chunk (rank+1)%n of {@code work} is complete. */
+    /** Ring reduce-scatter over the n chunks of {@code count}; afterwards chunk (rank+1)%n of {@code work} is complete (AVG: divided). */
     private void reduceScatterChunks(MemorySegment send, MemorySegment work, long count, DataType type, ReduceOp op) {
         int n = size;
         int e = type.byteSize();
@@ -241,6 +240,10 @@ final class Ring {
             Request tx = right().send(chunk(s == 0 ? send : work, count, n, sc, e));
             Request rx = left().recv(chunk(work, count, n, rc, e), chunk(send, count, n, rc, e), type, op);
             waiter.await(tx, rx);
+        }
+        if (op == ReduceOp.AVG) {
+            int owned = (rank + 1) % n;
+            Reductions.divide(type, work, chunkStart(count, n, owned) * e, chunkCount(count, n, owned), n);
         }
     }
 
@@ -338,9 +341,6 @@ final class Ring {
         MemorySegment work = rank == root ? recv : scratch.get(2, count * e);
         reduceScatterChunks(send, work, count, type, op);
         int owned = (rank + 1) % n;
-        if (op == ReduceOp.AVG) {
-            Reductions.divide(type, work, chunkStart(count, n, owned) * e, chunkCount(count, n, owned), n);
-        }
         waiter.step(n - 1);
         if (rank != root) {
             waiter.await(links[root].send(chunk(work, count, n, owned, e)));

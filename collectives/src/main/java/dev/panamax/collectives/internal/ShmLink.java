@@ -120,8 +120,7 @@ final class ShmLink extends Link {
         progressSends();
         progressRecvs();
         SendReq c;
-        if ((c = awaitingConsumption.peek()) != null && (long) LONG.getAcquire(out, TAIL) > c.referenceSlot) {
-            peerTail = (long) LONG.getAcquire(out, TAIL);
+        if ((c = awaitingConsumption.peek()) != null && (peerTail = (long) LONG.getAcquire(out, TAIL)) > c.referenceSlot) {
             while ((c = awaitingConsumption.peek()) != null && peerTail > c.referenceSlot) {
                 c.done = true;
                 awaitingConsumption.poll();

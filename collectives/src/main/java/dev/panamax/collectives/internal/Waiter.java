@@ -28,10 +28,6 @@ final class Waiter {
         this.backoff = new Backoff(oversubscribed);
     }
 
-    long timeoutNanos() {
-        return timeoutNanos;
-    }
-
     /** Names the running collective for error messages. */
     void begin(String collective, int steps) {
         this.collective = collective;
@@ -136,9 +132,5 @@ final class Waiter {
             }
         }
         return j.toString();
-    }
-
-    static CollectiveException wrap(String context, RuntimeException e) {
-        return e instanceof CollectiveException ce ? ce : new CollectiveException(context + ": " + e.getMessage(), e);
     }
 }
