@@ -4,4 +4,7 @@ module dev.panamax.collectives {
     requires dev.panamax.verbs;
     requires dev.panamax.cuda;
     exports dev.panamax.collectives;
+    exports dev.panamax.collectives.schedule;
+    exports dev.panamax.collectives.algorithms;
+    exports dev.panamax.collectives.plan;
 }

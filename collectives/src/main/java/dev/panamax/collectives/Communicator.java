@@ -1,5 +1,6 @@
 package dev.panamax.collectives;
 
+import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -62,6 +63,59 @@ public interface Communicator extends AutoCloseable {
     /** Returns once every rank has entered the barrier. */
     void barrier();
 
+    /**
+     * All-to-all: block q (elements {@code [q*count, (q+1)*count)}) of this rank's {@code send}
+     * goes to rank q, which receives it as its block r. Not in place.
+     */
+    void allToAll(MemorySegment send, MemorySegment recv, long count, DataType type);
+
+    /**
+     * Point-to-point send of {@code count} elements to {@code peer}; matched in order with the
+     * peer's {@link #recv} from this rank. Returns when the data is handed over.
+     */
+    void send(MemorySegment buffer, long count, DataType type, int peer);
+
+    /** Point-to-point receive of {@code count} elements from {@code peer} (see {@link #send}). */
+    void recv(MemorySegment buffer, long count, DataType type, int peer);
+
+    /**
+     * MPI_Comm_split: collective over this communicator. Ranks passing the same {@code color} form
+     * a new communicator, ordered by {@code key} and then by rank here; a rank passing
+     * {@link #UNDEFINED} gets {@code null}. The new communicator shares this one's transports: the
+     * ranks of the parent and its splits must issue their collectives in one consistent order.
+     * Closing it leaves the parent open; closing the parent closes it.
+     */
+    Communicator split(int color, int key);
+
+    /** The color that {@link #split} leaves out. */
+    int UNDEFINED = -1;
+
+    /**
+     * The network hierarchy used by hierarchical algorithms and the planner: configured
+     * ({@code PANAMAX_TOPOLOGY}, {@link #setTopology}) or detected (ranks on one host form the
+     * innermost level when every host has as many).
+     */
+    Topology topology();
+
+    /** Sets the topology; call it with the same value on every rank, between collectives. */
+    void setTopology(Topology topology);
+
+    /**
+     * Selects the algorithm for later calls of {@code collective}: a name from
+     * {@code dev.panamax.collectives.algorithms.Algorithms}, or {@code auto} (the default: the
+     * planner chooses by size and topology). Call it with the same value on every rank.
+     */
+    void setAlgorithm(Collective collective, String algorithm);
+
+    /** The algorithm selected for {@code collective} ({@code auto} unless set). */
+    String algorithm(Collective collective);
+
+    /**
+     * The schedule this rank would run for such a call (the planner's choice for {@code auto}),
+     * to print or inspect; runs nothing. {@code root} matters for broadcast and reduce only.
+     */
+    Schedule schedule(Collective collective, long count, DataType type, int root);
+
     /** Asynchronous {@link #allReduce(MemorySegment, MemorySegment, long, DataType, ReduceOp)}. */
     CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
 
@@ -79,6 +133,9 @@ public interface Communicator extends AutoCloseable {
 
     /** Asynchronous {@link #barrier}. */
     CompletableFuture<Void> barrierAsync();
+
+    /** Asynchronous {@link #allToAll}. */
+    CompletableFuture<Void> allToAllAsync(MemorySegment send, MemorySegment recv, long count, DataType type);
 
     /**
      * A zeroed, page-aligned buffer in memory that same-host peers can read directly (zero-copy for

@@ -35,6 +35,8 @@ public final class CommunicatorBuilder {
     private TransportKind transport = TransportKind.AUTO;
     private long timeoutNanos = DEFAULT_TIMEOUT_NANOS;
     private String bindAddress;
+    private Topology topology;
+    private final java.util.Map<Collective, String> algorithms = new java.util.EnumMap<>(Collective.class);
 
     CommunicatorBuilder() {
         String t = System.getProperty("panamax.transport", System.getenv("PANAMAX_TRANSPORT"));
@@ -45,6 +47,35 @@ public final class CommunicatorBuilder {
         if (timeout != null && !timeout.isBlank()) {
             timeoutNanos = (long) (Double.parseDouble(timeout.trim()) * 1e9);
         }
+        String top = System.getProperty("panamax.topology", System.getenv("PANAMAX_TOPOLOGY"));
+        if (top != null && !top.isBlank()) {
+            topology = Topology.parse(top);
+        }
+        String alg = System.getProperty("panamax.algorithm", System.getenv("PANAMAX_ALGORITHM"));
+        if (alg != null && !alg.isBlank()) {
+            algorithms.putAll(parseAlgorithms(alg));
+        }
+    }
+
+    /**
+     * Parses {@code PANAMAX_ALGORITHM}: {@code name} (for all-reduce) or
+     * {@code collective=name,collective=name}, e.g. {@code allreduce=blueconnect,broadcast=ring}.
+     */
+    static java.util.Map<Collective, String> parseAlgorithms(String spec) {
+        java.util.Map<Collective, String> out = new java.util.EnumMap<>(Collective.class);
+        for (String part : spec.split(",")) {
+            String p = part.trim();
+            if (p.isEmpty()) {
+                continue;
+            }
+            int eq = p.indexOf('=');
+            if (eq < 0) {
+                out.put(Collective.ALL_REDUCE, p);
+            } else {
+                out.put(Collective.parse(p.substring(0, eq)), p.substring(eq + 1).trim());
+            }
+        }
+        return out;
     }
 
     /** Rank, size and rendezvous address. */
@@ -74,11 +105,36 @@ public final class CommunicatorBuilder {
         return this;
     }
 
+    /**
+     * The network hierarchy for hierarchical algorithms and the planner (default: detected from
+     * the hosts, or {@code PANAMAX_TOPOLOGY}, e.g. {@code 2x2:bw=5G,100M}).
+     */
+    public CommunicatorBuilder topology(Topology topology) {
+        this.topology = Objects.requireNonNull(topology, "topology");
+        return this;
+    }
+
+    /** The algorithm for {@code collective} (default {@code auto}, or {@code PANAMAX_ALGORITHM}). */
+    public CommunicatorBuilder algorithm(Collective collective, String algorithm) {
+        algorithms.put(Objects.requireNonNull(collective, "collective"), Objects.requireNonNull(algorithm, "algorithm"));
+        return this;
+    }
+
     /** Runs the rendezvous and connects every peer; blocks until all ranks have joined or the timeout passes. */
     public Communicator connect() {
         if (config == null) {
             config = LaunchConfig.fromEnvironment();
         }
-        return dev.panamax.collectives.internal.ProcessGroup.connect(config, transport, timeoutNanos, bindAddress);
+        Communicator c = dev.panamax.collectives.internal.ProcessGroup.connect(config, transport, timeoutNanos, bindAddress);
+        try {
+            if (topology != null) {
+                c.setTopology(topology);
+            }
+            algorithms.forEach(c::setAlgorithm);
+        } catch (RuntimeException e) {
+            c.close();
+            throw e;
+        }
+        return c;
     }
 }

@@ -1,11 +1,24 @@
 package dev.panamax.collectives.internal;
 
+import dev.panamax.collectives.Collective;
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.Topology;
+import dev.panamax.collectives.algorithms.Algorithms;
+import dev.panamax.collectives.plan.Candidate;
+import dev.panamax.collectives.plan.Planner;
+import dev.panamax.collectives.schedule.Algorithm;
+import dev.panamax.collectives.schedule.Problem;
+import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
@@ -14,9 +27,12 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * The communicator over a set of {@link Link}s, one per peer. Collectives run on the calling
- * thread (asynchronous ones on a per-communicator worker, in issue order) under one lock, so the
- * ranks see the same order of operations. Arguments are checked before any message moves.
+ * The communicator over a set of {@link Link}s, one per peer. Each call builds (or finds in a
+ * small cache) the {@link Schedule} of the selected algorithm and runs it with the
+ * {@link ScheduleExecutor}. Collectives run on the calling thread (asynchronous ones on a
+ * per-communicator worker, in issue order) under one lock shared with the communicators split
+ * from this one, so the ranks see the same order of operations on the shared links. Arguments
+ * are checked, and the schedule is built, before any message moves.
  */
 public final class CommunicatorImpl implements Communicator {
     private final int rank;
@@ -26,27 +42,60 @@ public final class CommunicatorImpl implements Communicator {
     private final BufferAllocator allocator;
     private final Runnable onClose;
     private final Waiter waiter;
-    private final Ring ring;
-    private final ReentrantLock lock = new ReentrantLock();
+    private final Scratch scratch;
+    private final ScheduleExecutor executor;
+    private final Family family;
+    private final CommunicatorImpl parent;
+    private final int localRanks;
+    private final List<CommunicatorImpl> children = new ArrayList<>();
+    private final Map<Collective, String> algorithms = new EnumMap<>(Collective.class);
+    private final Map<PlanKey, Schedule> plans = new LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<PlanKey, Schedule> eldest) {
+            return size() > 256;
+        }
+    };
+    private volatile Topology topology;
     private ExecutorService worker;
     private CompletableFuture<Void> lastAsync = CompletableFuture.completedFuture(null);
     private volatile boolean closed;
-    private volatile Throwable failure;
+
+    /** What a communicator shares with those split from it: the lock over the links and the first failure. */
+    private static final class Family {
+        final ReentrantLock lock = new ReentrantLock();
+        volatile Throwable failure;
+    }
+
+    private record PlanKey(Collective collective, long count, int elementBytes, int root) {
+    }
 
     /**
      * @param localRanks how many ranks of this job run on this host (to tell whether the CPUs are
      *                   oversubscribed, which changes how waits idle)
      */
     public CommunicatorImpl(int rank, int size, Link[] links, long timeoutNanos, BufferAllocator allocator, int localRanks,
-                            Runnable onClose) {
+                            Topology topology, Runnable onClose) {
+        this(null, new Family(), rank, size, links, timeoutNanos, allocator, localRanks, topology, onClose);
+    }
+
+    private CommunicatorImpl(CommunicatorImpl parent, Family family, int rank, int size, Link[] links, long timeoutNanos,
+                             BufferAllocator allocator, int localRanks, Topology topology, Runnable onClose) {
+        this.parent = parent;
+        this.family = family;
         this.rank = rank;
         this.size = size;
         this.links = links;
         this.timeoutNanos = timeoutNanos;
         this.allocator = allocator;
+        this.localRanks = localRanks;
         this.onClose = onClose;
         this.waiter = new Waiter(rank, timeoutNanos, localRanks > Runtime.getRuntime().availableProcessors());
-        this.ring = new Ring(rank, size, links, waiter, new Scratch(allocator));
+        this.scratch = new Scratch(allocator);
+        this.executor = new ScheduleExecutor(links, waiter, scratch);
+        this.topology = checkTopology(topology == null ? Topology.flat(size) : topology);
+        for (Collective c : Collective.values()) {
+            algorithms.put(c, Algorithms.AUTO);
+        }
     }
 
     @Override
@@ -75,36 +124,69 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
         checkAllReduce(send, recv, count, type, op);
-        run(() -> ring.allReduce(send, recv, count, type, op));
+        Schedule s = plan(Collective.ALL_REDUCE, count, type, 0);
+        run(() -> executor.run(s, send, recv, type, op));
     }
 
     @Override
     public void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
         checkReduceScatter(send, recv, recvCount, type, op);
-        run(() -> ring.reduceScatter(send, recv, recvCount, type, op));
+        Schedule s = plan(Collective.REDUCE_SCATTER, recvCount, type, 0);
+        run(() -> executor.run(s, send, recv, type, op));
     }
 
     @Override
     public void allGather(MemorySegment send, MemorySegment recv, long sendCount, DataType type) {
         checkAllGather(send, recv, sendCount, type);
-        run(() -> ring.allGather(send, recv, sendCount, type));
+        Schedule s = plan(Collective.ALL_GATHER, sendCount, type, 0);
+        run(() -> executor.run(s, send, recv, type, null));
     }
 
     @Override
     public void broadcast(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
         checkBroadcast(send, recv, count, type, root);
-        run(() -> ring.broadcast(send, recv, count, type, root));
+        Schedule s = plan(Collective.BROADCAST, count, type, root);
+        run(() -> executor.run(s, send, recv, type, null));
     }
 
     @Override
     public void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
         checkReduce(send, recv, count, type, op, root);
-        run(() -> ring.reduce(send, recv, count, type, op, root));
+        Schedule s = plan(Collective.REDUCE, count, type, root);
+        run(() -> executor.run(s, send, recv, type, op));
+    }
+
+    @Override
+    public void allToAll(MemorySegment send, MemorySegment recv, long count, DataType type) {
+        checkAllToAll(send, recv, count, type);
+        Schedule s = plan(Collective.ALL_TO_ALL, count, type, 0);
+        run(() -> executor.run(s, send, recv, type, null));
     }
 
     @Override
     public void barrier() {
-        run(ring::barrier);
+        Schedule s = plan(Collective.BARRIER, 0, DataType.UINT8, 0);
+        run(() -> executor.run(s, MemorySegment.NULL, MemorySegment.NULL, DataType.UINT8, null));
+    }
+
+    @Override
+    public void send(MemorySegment buffer, long count, DataType type, int peer) {
+        checkPointToPoint(buffer, count, type, peer, false);
+        MemorySegment data = count == 0 ? MemorySegment.NULL : buffer.asSlice(0, count * type.byteSize());
+        run(() -> {
+            waiter.begin("send to rank " + peer, 1);
+            waiter.await(links[peer].send(data));
+        });
+    }
+
+    @Override
+    public void recv(MemorySegment buffer, long count, DataType type, int peer) {
+        checkPointToPoint(buffer, count, type, peer, true);
+        MemorySegment data = count == 0 ? MemorySegment.NULL : buffer.asSlice(0, count * type.byteSize());
+        run(() -> {
+            waiter.begin("recv from rank " + peer, 1);
+            waiter.await(links[peer].recv(data, null, type, null));
+        });
     }
 
     // ---- asynchronous collectives: same checks, then the caller's buffers are handed to the worker
@@ -112,41 +194,245 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
         checkAllReduce(send, recv, count, type, op);
-        MemorySegment s = Segments.unscoped(send), r = Segments.unscoped(recv);
-        return async(() -> ring.allReduce(s, r, count, type, op));
+        return async(plan(Collective.ALL_REDUCE, count, type, 0), send, recv, type, op);
     }
 
     @Override
     public CompletableFuture<Void> reduceScatterAsync(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
         checkReduceScatter(send, recv, recvCount, type, op);
-        MemorySegment s = Segments.unscoped(send), r = Segments.unscoped(recv);
-        return async(() -> ring.reduceScatter(s, r, recvCount, type, op));
+        return async(plan(Collective.REDUCE_SCATTER, recvCount, type, 0), send, recv, type, op);
     }
 
     @Override
     public CompletableFuture<Void> allGatherAsync(MemorySegment send, MemorySegment recv, long sendCount, DataType type) {
         checkAllGather(send, recv, sendCount, type);
-        MemorySegment s = Segments.unscoped(send), r = Segments.unscoped(recv);
-        return async(() -> ring.allGather(s, r, sendCount, type));
+        return async(plan(Collective.ALL_GATHER, sendCount, type, 0), send, recv, type, null);
     }
 
     @Override
     public CompletableFuture<Void> broadcastAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
         checkBroadcast(send, recv, count, type, root);
-        MemorySegment s = Segments.unscoped(send), r = Segments.unscoped(recv);
-        return async(() -> ring.broadcast(s, r, count, type, root));
+        return async(plan(Collective.BROADCAST, count, type, root), send, recv, type, null);
     }
 
     @Override
     public CompletableFuture<Void> reduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
         checkReduce(send, recv, count, type, op, root);
-        MemorySegment s = Segments.unscoped(send), r = Segments.unscoped(recv);
-        return async(() -> ring.reduce(s, r, count, type, op, root));
+        return async(plan(Collective.REDUCE, count, type, root), send, recv, type, op);
+    }
+
+    @Override
+    public CompletableFuture<Void> allToAllAsync(MemorySegment send, MemorySegment recv, long count, DataType type) {
+        checkAllToAll(send, recv, count, type);
+        return async(plan(Collective.ALL_TO_ALL, count, type, 0), send, recv, type, null);
     }
 
     @Override
     public CompletableFuture<Void> barrierAsync() {
-        return async(ring::barrier);
+        return async(plan(Collective.BARRIER, 0, DataType.UINT8, 0), MemorySegment.NULL, MemorySegment.NULL, DataType.UINT8, null);
+    }
+
+    private CompletableFuture<Void> async(Schedule s, MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
+        MemorySegment sd = send == null ? null : Segments.unscoped(send);
+        MemorySegment rv = recv == null ? null : Segments.unscoped(recv);
+        return async(() -> executor.run(s, sd, rv, type, op));
+    }
+
+    // ---- algorithms, topology, schedules --------------------------------------------------
+
+    @Override
+    public Topology topology() {
+        return topology;
+    }
+
+    @Override
+    public void setTopology(Topology topology) {
+        Topology t = checkTopology(Objects.requireNonNull(topology, "topology"));
+        synchronized (plans) {
+            this.topology = t;
+            plans.clear();
+        }
+    }
+
+    private Topology checkTopology(Topology t) {
+        if (t.size() != size) {
+            throw new IllegalArgumentException("topology " + t + " has " + t.size() + " ranks, this communicator " + size);
+        }
+        return t;
+    }
+
+    @Override
+    public void setAlgorithm(Collective collective, String algorithm) {
+        Objects.requireNonNull(collective, "collective");
+        Objects.requireNonNull(algorithm, "algorithm");
+        if (!algorithm.equals(Algorithms.AUTO)) {
+            Algorithm a = Algorithms.get(algorithm);
+            if (!Algorithms.namesFor(collective).contains(a.name())) {
+                throw new IllegalArgumentException("algorithm '" + algorithm + "' has no " + collective.label() + "; for "
+                        + collective.label() + ": " + String.join(", ", Algorithms.namesFor(collective)) + ", auto");
+            }
+        }
+        synchronized (plans) {
+            algorithms.put(collective, algorithm);
+            plans.clear();
+        }
+    }
+
+    @Override
+    public String algorithm(Collective collective) {
+        synchronized (plans) {
+            return algorithms.get(collective);
+        }
+    }
+
+    @Override
+    public Schedule schedule(Collective collective, long count, DataType type, int root) {
+        Objects.requireNonNull(type, "type");
+        if (collective == Collective.BROADCAST || collective == Collective.REDUCE) {
+            checkPeerIndex(root, "root");
+        }
+        return plan(collective, collective == Collective.BARRIER ? 0 : count, collective == Collective.BARRIER ? DataType.UINT8 : type,
+                collective == Collective.BROADCAST || collective == Collective.REDUCE ? root : 0);
+    }
+
+    /** The schedule for a call, from the cache or built now (before any message moves, so a bad choice fails cleanly). */
+    private Schedule plan(Collective collective, long count, DataType type, int root) {
+        PlanKey key = new PlanKey(collective, count, type.byteSize(), root);
+        synchronized (plans) {
+            Schedule s = plans.get(key);
+            if (s != null) {
+                return s;
+            }
+            Problem p = new Problem(collective, rank, size, count, type.byteSize(), root, topology);
+            String name = algorithms.get(collective);
+            Algorithm a;
+            if (name.equals(Algorithms.AUTO)) {
+                Candidate c = Planner.choose(p);
+                a = Algorithms.get(c.algorithm());
+                p = new Problem(collective, rank, size, count, type.byteSize(), root, c.topology());
+            } else {
+                a = Algorithms.get(name);
+            }
+            String why = a.unsupported(p);
+            if (why != null) {
+                throw new IllegalArgumentException(collective.label() + " with algorithm '" + a.name() + "' on " + size + " ranks: " + why);
+            }
+            s = a.build(p);
+            plans.put(key, s);
+            return s;
+        }
+    }
+
+    // ---- split ----------------------------------------------------------------------------
+
+    @Override
+    public Communicator split(int color, int key) {
+        if (color < 0 && color != UNDEFINED) {
+            throw new IllegalArgumentException("color must be >= 0 or UNDEFINED (-1): " + color);
+        }
+        MemorySegment all = allocate(8L * size);
+        int[] colors = new int[size];
+        int[] keys = new int[size];
+        try {
+            MemorySegment mine = allocate(8);
+            try {
+                mine.set(java.lang.foreign.ValueLayout.JAVA_INT, 0, color);
+                mine.set(java.lang.foreign.ValueLayout.JAVA_INT, 4, key);
+                // The exchange runs the ring whatever algorithm the user selected for all-gather.
+                Schedule ring = Algorithms.get("ring").build(new Problem(Collective.ALL_GATHER, rank, size, 2, 4, 0, topology));
+                run(() -> executor.run(ring, mine, all, DataType.INT32, null));
+            } finally {
+                free(mine);
+            }
+            for (int q = 0; q < size; q++) {
+                colors[q] = all.get(java.lang.foreign.ValueLayout.JAVA_INT, 8L * q);
+                keys[q] = all.get(java.lang.foreign.ValueLayout.JAVA_INT, 8L * q + 4);
+            }
+        } finally {
+            free(all);
+        }
+        if (color == UNDEFINED) {
+            return null;
+        }
+        List<Integer> members = new ArrayList<>();
+        for (int q = 0; q < size; q++) {
+            if (colors[q] == color) {
+                members.add(q);
+            }
+        }
+        members.sort((x, y) -> keys[x] != keys[y] ? Integer.compare(keys[x], keys[y]) : Integer.compare(x, y));
+        int m = members.size();
+        Link[] sub = new Link[m];
+        int subRank = -1;
+        for (int i = 0; i < m; i++) {
+            int q = members.get(i);
+            if (q == rank) {
+                subRank = i;
+            } else {
+                sub[i] = links[q];
+            }
+        }
+        SubAllocator subAllocator = new SubAllocator(allocator);
+        CommunicatorImpl child = new CommunicatorImpl(this, family, subRank, m, sub, timeoutNanos, subAllocator,
+                Math.min(localRanks, m), Topology.flat(m), subAllocator::close);
+        synchronized (children) {
+            children.add(child);
+        }
+        return child;
+    }
+
+    /** A sub-communicator's buffers come from the parent's allocator; closing it frees only its own. */
+    private static final class SubAllocator implements BufferAllocator {
+        private final BufferAllocator parent;
+        private final java.util.Set<MemorySegment> own = new java.util.HashSet<>();
+        private boolean closed;
+
+        SubAllocator(BufferAllocator parent) {
+            this.parent = parent;
+        }
+
+        @Override
+        public synchronized MemorySegment allocate(long byteSize) {
+            if (closed) {
+                throw new IllegalStateException("the communicator is closed");
+            }
+            MemorySegment s = parent.allocate(byteSize);
+            own.add(s);
+            return s;
+        }
+
+        @Override
+        public synchronized void free(MemorySegment buffer) {
+            MemorySegment match = null;
+            for (MemorySegment s : own) {
+                if (s.address() == buffer.address()) {
+                    match = s;
+                    break;
+                }
+            }
+            if (match == null) {
+                throw new IllegalArgumentException("segment at 0x" + Long.toHexString(buffer.address())
+                        + " was not allocated by this communicator (or was freed already)");
+            }
+            own.remove(match);
+            parent.free(match);
+        }
+
+        @Override
+        public synchronized void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            for (MemorySegment s : own) {
+                try {
+                    parent.free(s);
+                } catch (RuntimeException ignored) {
+                    // the parent was closed first, which freed it
+                }
+            }
+            own.clear();
+        }
     }
 
     // ---- argument checks, before any rank blocks ------------------------------------------
@@ -192,6 +478,25 @@ public final class CommunicatorImpl implements Communicator {
         }
     }
 
+    private void checkAllToAll(MemorySegment send, MemorySegment recv, long count, DataType type) {
+        Objects.requireNonNull(type, "type");
+        long total = Args.times(count, size, "count * size");
+        Args.buffer("send", send, total, type, false);
+        Args.buffer("recv", recv, total, type, true);
+        if (total > 0 && Args.overlaps(send, recv)) {
+            throw new IllegalArgumentException("allToAll: send and recv overlap; all-to-all has no in-place form");
+        }
+    }
+
+    private void checkPointToPoint(MemorySegment buffer, long count, DataType type, int peer, boolean writable) {
+        Objects.requireNonNull(type, "type");
+        checkPeerIndex(peer, "peer");
+        if (peer == rank) {
+            throw new IllegalArgumentException((writable ? "recv from" : "send to") + " rank " + rank + " itself");
+        }
+        Args.buffer("buffer", buffer, count, type, writable);
+    }
+
     // ---- memory ---------------------------------------------------------------------------
 
     @Override
@@ -216,6 +521,13 @@ public final class CommunicatorImpl implements Communicator {
         if (closed) {
             return;
         }
+        List<CommunicatorImpl> kids;
+        synchronized (children) {
+            kids = new ArrayList<>(children);
+        }
+        for (CommunicatorImpl c : kids) {
+            c.close();
+        }
         closed = true;
         waiter.abort("the communicator was closed");
         ExecutorService w;
@@ -225,25 +537,37 @@ public final class CommunicatorImpl implements Communicator {
         if (w != null) {
             w.shutdownNow();
         }
-        lock.lock();
+        family.lock.lock();
         try {
-            closeLinks();
+            if (parent == null) {
+                closeLinks();
+            } else {
+                scratch.release();
+            }
             allocator.close();
         } finally {
-            lock.unlock();
+            family.lock.unlock();
+            if (parent != null) {
+                synchronized (parent.children) {
+                    parent.children.remove(this);
+                }
+            }
             onClose.run();
         }
     }
 
     /**
      * Runs a collective; when it fails, the communicator is broken (messages may be half sent), so
-     * its links are closed at once: peers still waiting on this rank fail too instead of timing out.
+     * the links are closed at once: peers still waiting on this rank fail too instead of timing out.
+     * The links are shared with the communicators split from the same parent, which break too.
      */
     private void execute(Runnable collective) {
         try {
             collective.run();
         } catch (RuntimeException | Error e) {
-            failure = e;
+            if (family.failure == null) {
+                family.failure = e;
+            }
             closeLinks();
             throw e;
         }
@@ -272,13 +596,7 @@ public final class CommunicatorImpl implements Communicator {
             // Keep issue order: earlier async calls go first on every rank.
             pending.exceptionally(t -> null).join();
         }
-        lock.lock();
-        try {
-            ensureOpen();
-            execute(collective);
-        } finally {
-            lock.unlock();
-        }
+        run0(collective);
     }
 
     private CompletableFuture<Void> async(Runnable collective) {
@@ -302,12 +620,12 @@ public final class CommunicatorImpl implements Communicator {
     }
 
     private void run0(Runnable collective) {
-        lock.lock();
+        family.lock.lock();
         try {
             ensureOpen();
             execute(collective);
         } finally {
-            lock.unlock();
+            family.lock.unlock();
         }
     }
 
@@ -315,7 +633,7 @@ public final class CommunicatorImpl implements Communicator {
         if (closed) {
             throw new IllegalStateException("rank " + rank + ": the communicator is closed");
         }
-        Throwable f = failure;
+        Throwable f = family.failure;
         if (f != null) {
             throw new IllegalStateException("rank " + rank + ": the communicator is unusable after an earlier failure: " + f.getMessage(), f);
         }

@@ -50,7 +50,7 @@ public final class LocalGroup {
                 }
             }
             int rank = r;
-            out.add(new CommunicatorImpl(r, size, links, timeoutNanos, new HostAllocator(), size, () -> g.markClosed(rank)));
+            out.add(new CommunicatorImpl(r, size, links, timeoutNanos, new HostAllocator(), size, null, () -> g.markClosed(rank)));
         }
         return List.copyOf(out);
     }

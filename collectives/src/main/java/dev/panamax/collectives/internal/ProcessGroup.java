@@ -1,6 +1,7 @@
 package dev.panamax.collectives.internal;
 
 import dev.panamax.collectives.CollectiveException;
+import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.CommunicatorBuilder.TransportKind;
@@ -101,7 +102,7 @@ public final class ProcessGroup {
             SharedMemory.Region ownInbox = inbox;
             Store.Server ownServer = server;
             Store.Client ownStore = store;
-            return new CommunicatorImpl(rank, size, links, timeoutNanos, shmAllocator, localRanks(hosts, host), () -> {
+            return new CommunicatorImpl(rank, size, links, timeoutNanos, shmAllocator, localRanks(hosts, host), detectTopology(hosts), () -> {
                 if (ownInbox != null) {
                     ownInbox.close();
                 }
@@ -186,6 +187,34 @@ public final class ProcessGroup {
         ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
         ch.setOption(StandardSocketOptions.SO_SNDBUF, SOCKET_BUFFER_BYTES);
         ch.setOption(StandardSocketOptions.SO_RCVBUF, SOCKET_BUFFER_BYTES);
+    }
+
+    /**
+     * The hierarchy seen from the host identities: when there are several hosts and each runs the
+     * same number k > 1 of ranks, two levels (k ranks per host, then the hosts) with the ranks of
+     * each host grouped in rank order; otherwise one flat level. Every rank computes the same.
+     */
+    static Topology detectTopology(String[] hosts) {
+        int n = hosts.length;
+        java.util.Map<String, java.util.List<Integer>> byHost = new java.util.LinkedHashMap<>();
+        for (int r = 0; r < n; r++) {
+            byHost.computeIfAbsent(hosts[r], h -> new java.util.ArrayList<>()).add(r);
+        }
+        int k = byHost.values().iterator().next().size();
+        boolean uniform = byHost.values().stream().allMatch(l -> l.size() == k);
+        if (byHost.size() < 2 || k < 2 || !uniform) {
+            return Topology.flat(n);
+        }
+        int[] placement = new int[n];
+        int pos = 0;
+        for (java.util.List<Integer> l : byHost.values()) {
+            for (int r : l) {
+                placement[pos++] = r;
+            }
+        }
+        Topology.Level inner = new Topology.Level(k, Topology.DEFAULT_BYTES_PER_SECOND, Topology.DEFAULT_LATENCY_SECONDS);
+        Topology.Level outer = new Topology.Level(byHost.size(), Topology.DEFAULT_BYTES_PER_SECOND, Topology.DEFAULT_LATENCY_SECONDS);
+        return new Topology(java.util.List.of(inner, outer), placement);
     }
 
     private static int localRanks(String[] hosts, String host) {

@@ -9,14 +9,17 @@ import java.lang.foreign.MemorySegment;
  */
 final class Scratch {
     private final BufferAllocator allocator;
-    private final MemorySegment[] buffers = new MemorySegment[3];
+    private MemorySegment[] buffers = new MemorySegment[4];
 
     Scratch(BufferAllocator allocator) {
         this.allocator = allocator;
     }
 
-    /** Buffer {@code index} (0..2) with at least {@code byteSize} bytes, sliced to exactly that size. */
+    /** Buffer {@code index} with at least {@code byteSize} bytes, sliced to exactly that size. */
     MemorySegment get(int index, long byteSize) {
+        if (index >= buffers.length) {
+            buffers = java.util.Arrays.copyOf(buffers, Math.max(index + 1, buffers.length * 2));
+        }
         MemorySegment b = buffers[index];
         if (b == null || b.byteSize() < byteSize) {
             if (b != null) {
@@ -28,5 +31,19 @@ final class Scratch {
             buffers[index] = b;
         }
         return b.asSlice(0, byteSize);
+    }
+
+    /** Frees every buffer (for a sub-communicator whose allocator outlives it). */
+    void release() {
+        for (int i = 0; i < buffers.length; i++) {
+            if (buffers[i] != null) {
+                try {
+                    allocator.free(buffers[i]);
+                } catch (RuntimeException ignored) {
+                    // the allocator was closed already, which freed it
+                }
+                buffers[i] = null;
+            }
+        }
     }
 }

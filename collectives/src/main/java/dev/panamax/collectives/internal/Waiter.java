@@ -21,6 +21,7 @@ final class Waiter {
     private String collective = "?";
     private int step;
     private int steps;
+    private String stepLabel;
 
     Waiter(int rank, long timeoutNanos, boolean oversubscribed) {
         this.rank = rank;
@@ -33,10 +34,18 @@ final class Waiter {
         this.collective = collective;
         this.steps = steps;
         this.step = 0;
+        this.stepLabel = null;
     }
 
     void step(int step) {
         this.step = step;
+        this.stepLabel = null;
+    }
+
+    /** Enters step {@code step}, described by {@code label} in error messages. */
+    void step(int step, String label) {
+        this.step = step;
+        this.stepLabel = label;
     }
 
     /** Makes every current and later wait fail with {@code reason}. */
@@ -107,7 +116,7 @@ final class Waiter {
                 checkPeers(rs, count);
                 if (now - start > timeoutNanos) {
                     throw new CollectiveTimeoutException("rank " + rank + ": " + collective + " step " + (step + 1) + "/" + steps
-                            + " timed out after " + String.format("%.1f", timeoutNanos / 1e9) + " s waiting for: " + pending(rs, count));
+                            + (stepLabel != null ? " (" + stepLabel + ")" : "") + " timed out after " + String.format("%.1f", timeoutNanos / 1e9) + " s waiting for: " + pending(rs, count));
                 }
             }
             backoff.idle();

@@ -1,0 +1,75 @@
+package dev.panamax.collectives.algorithms;
+
+import dev.panamax.collectives.Collective;
+import dev.panamax.collectives.schedule.Algorithm;
+import dev.panamax.collectives.schedule.Problem;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The registry of algorithms by name. {@code auto} is not an algorithm but the planner's choice
+ * ({@link dev.panamax.collectives.plan.Planner}).
+ */
+public final class Algorithms {
+    /** The name that asks the planner to choose. */
+    public static final String AUTO = "auto";
+
+    private static final Map<String, Algorithm> REGISTRY = new LinkedHashMap<>();
+
+    static {
+        for (Algorithm a : List.of(new Ring(), new Rhd(), new Butterfly(), new ReduceBcast(), new TwoLevel(), new MdRing(),
+                new BlueConnect(), new Direct(), new Pairwise(), new Dissemination())) {
+            REGISTRY.put(a.name(), a);
+        }
+    }
+
+    private Algorithms() {
+    }
+
+    /** Adds (or replaces) an algorithm under its {@link Algorithm#name()}. */
+    public static synchronized void register(Algorithm algorithm) {
+        if (algorithm.name().equals(AUTO)) {
+            throw new IllegalArgumentException("'auto' is reserved for the planner");
+        }
+        REGISTRY.put(algorithm.name(), algorithm);
+    }
+
+    /** The algorithm called {@code name}; the error lists the known names. */
+    public static synchronized Algorithm get(String name) {
+        Algorithm a = REGISTRY.get(name);
+        if (a == null) {
+            throw new IllegalArgumentException("unknown algorithm '" + name + "'; known: " + String.join(", ", names()) + ", auto");
+        }
+        return a;
+    }
+
+    /** Every registered name, in registration order. */
+    public static synchronized List<String> names() {
+        return List.copyOf(REGISTRY.keySet());
+    }
+
+    /** The algorithms that can run {@code problem}. */
+    public static synchronized List<Algorithm> supporting(Problem problem) {
+        List<Algorithm> out = new ArrayList<>();
+        for (Algorithm a : REGISTRY.values()) {
+            if (a.unsupported(problem) == null) {
+                out.add(a);
+            }
+        }
+        return out;
+    }
+
+    /** The names of the algorithms that have {@code collective} at all (for some rank count). */
+    public static synchronized List<String> namesFor(Collective collective) {
+        List<String> out = new ArrayList<>();
+        for (Algorithm a : REGISTRY.values()) {
+            if (a.unsupported(new Problem(collective, 0, 1, 1, 1, 0, dev.panamax.collectives.Topology.flat(1))) == null) {
+                out.add(a.name());
+            }
+        }
+        return out;
+    }
+}

@@ -1,0 +1,23 @@
+package dev.panamax.collectives.algorithms;
+
+/**
+ * BlueConnect (paper 000): all-reduce decomposed into one reduce-scatter and one all-gather stage
+ * per network level of the topology, |P| = p0 * p1 * ... * pk, each level choosing recursive
+ * halving/doubling when its fan-out is a power of two and the ring otherwise (eq. 3). On a
+ * topology with no hierarchy (one level, e.g. a prime rank count) it is the one-level ring, as
+ * the paper's section 3.4 says.
+ */
+public final class BlueConnect extends Hierarchical {
+    @Override
+    public String name() {
+        return "blueconnect";
+    }
+
+    @Override
+    Kind levelKind(dev.panamax.collectives.Topology t, int fanout) {
+        if (activeLevels(t).size() <= 1) {
+            return Kind.RING; // no feasible decomposition: the one-level ring (section 3.4)
+        }
+        return Patterns.isPowerOfTwo(fanout) ? Kind.RHD : Kind.RING;
+    }
+}
