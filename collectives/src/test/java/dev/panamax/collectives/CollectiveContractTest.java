@@ -118,11 +118,11 @@ class CollectiveContractTest {
         assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures);
     }
 
-    private static String tag(Communicator c, String what, long count, DataType type, ReduceOp op) {
+    static String tag(Communicator c, String what, long count, DataType type, ReduceOp op) {
         return what + " rank " + c.rank() + "/" + c.size() + " count " + count + " " + type.canonicalName() + (op == null ? "" : " " + op);
     }
 
-    private static void allReduce(Communicator c, Arena arena, long count, DataType type, ReduceOp op, List<String> failures) {
+    static void allReduce(Communicator c, Arena arena, long count, DataType type, ReduceOp op, List<String> failures) {
         int n = c.size();
         long bytes = count * type.byteSize();
         MemorySegment send = arena.allocate(Math.max(1, bytes), 64);
@@ -142,7 +142,7 @@ class CollectiveContractTest {
         return count == LARGE ? (count + n - 1) / n : count;
     }
 
-    private static void reduceScatter(Communicator c, Arena arena, long count, DataType type, ReduceOp op, List<String> failures) {
+    static void reduceScatter(Communicator c, Arena arena, long count, DataType type, ReduceOp op, List<String> failures) {
         int n = c.size();
         long block = blockCount(count, n);
         long e = type.byteSize();
@@ -171,7 +171,7 @@ class CollectiveContractTest {
         return null;
     }
 
-    private static void allGather(Communicator c, Arena arena, long count, DataType type, List<String> failures) {
+    static void allGather(Communicator c, Arena arena, long count, DataType type, List<String> failures) {
         int n = c.size();
         long block = blockCount(count, n);
         long e = type.byteSize();
@@ -200,13 +200,13 @@ class CollectiveContractTest {
     }
 
     /** One element as the type stores it (so integer wrap and 16-bit rounding match exactly). */
-    private static MemorySegment valueSegment(int rank, long i, DataType type) {
+    static MemorySegment valueSegment(int rank, long i, DataType type) {
         MemorySegment one = MemorySegment.ofArray(new long[1]);
         type.setFromDouble(one, 0, 0, Reference.input(rank, i, type, ReduceOp.SUM));
         return one;
     }
 
-    private static void broadcast(Communicator c, Arena arena, long count, DataType type, List<String> failures) {
+    static void broadcast(Communicator c, Arena arena, long count, DataType type, List<String> failures) {
         int n = c.size();
         long bytes = count * type.byteSize();
         int root = (int) (count % n);
@@ -235,7 +235,7 @@ class CollectiveContractTest {
         return null;
     }
 
-    private static void reduce(Communicator c, Arena arena, long count, DataType type, ReduceOp op, List<String> failures) {
+    static void reduce(Communicator c, Arena arena, long count, DataType type, ReduceOp op, List<String> failures) {
         int n = c.size();
         long bytes = count * type.byteSize();
         int root = n - 1 - (int) (count % n);
@@ -253,7 +253,7 @@ class CollectiveContractTest {
         }
     }
 
-    private static void addIfWrong(List<String> failures, String failure) {
+    static void addIfWrong(List<String> failures, String failure) {
         if (failure != null) {
             failures.add(failure);
         }

@@ -20,4 +20,12 @@ public final class BlueConnect extends Hierarchical {
         }
         return Patterns.isPowerOfTwo(fanout) ? Kind.RHD : Kind.RING;
     }
+
+    @Override
+    String describe(dev.panamax.collectives.Topology t) {
+        if (activeLevels(t).size() <= 1) {
+            return name() + "(no hierarchy: one-level ring over " + t.size() + ")";
+        }
+        return super.describe(t);
+    }
 }
