@@ -17,7 +17,8 @@ import java.util.Objects;
  * ranks fill a node first (like {@code mpirun --map-by core}).
  *
  * <p>Spec syntax ({@link #parse}): {@code 3x2x2}, optionally with per-level bandwidths in bytes
- * per second and latencies: {@code 2x2:bw=5G,100M:alpha=2us,50us}.
+ * per second and latencies: {@code 2x2:bw=5G,100M:alpha=2us,50us}. A file ({@link #load}) gives
+ * the levels and, like Open MPI's rank file, where each rank runs.
  */
 public final class Topology {
     /** One level of the hierarchy. */
@@ -139,6 +140,94 @@ public final class Topology {
             levels.add(new Level(f[i], bw[i], lat[i]));
         }
         return new Topology(levels, null);
+    }
+
+    /**
+     * Reads a topology file: one {@code level FANOUT [bw=B] [alpha=A]} line per level, innermost
+     * first, then optionally one line per rank in Open MPI's rank-file syntax,
+     * {@code rank R=HOST slot=S}. The ranks of a host fill one innermost group, slots in order,
+     * and hosts follow each other in the order they first appear, so that consecutive hosts share
+     * the next level. Without rank lines the placement is the identity. {@code #} starts a comment.
+     *
+     * <pre>
+     * level 3 bw=20G alpha=1us    # GPUs of a node
+     * level 2 bw=10G alpha=5us    # nodes under a rack switch
+     * level 2 bw=5G  alpha=10us   # racks
+     * rank 0=hostA slot=0
+     * rank 1=hostA slot=1
+     * ...
+     * </pre>
+     */
+    public static Topology load(java.nio.file.Path file) throws java.io.IOException {
+        List<Level> levels = new ArrayList<>();
+        java.util.Map<String, java.util.TreeMap<Integer, Integer>> hosts = new java.util.LinkedHashMap<>();
+        int lineNo = 0;
+        for (String raw : java.nio.file.Files.readAllLines(file)) {
+            lineNo++;
+            String line = raw.replaceFirst("#.*", "").trim();
+            if (line.isEmpty()) {
+                continue;
+            }
+            String where = file + ":" + lineNo + ": ";
+            String[] f = line.split("\\s+");
+            switch (f[0]) {
+                case "level" -> {
+                    if (f.length < 2) {
+                        throw new IllegalArgumentException(where + "expected 'level FANOUT [bw=B] [alpha=A]'");
+                    }
+                    int fanout;
+                    try {
+                        fanout = Integer.parseInt(f[1]);
+                    } catch (NumberFormatException e) {
+                        throw new IllegalArgumentException(where + "fan-out '" + f[1] + "' is not an integer");
+                    }
+                    double bw = DEFAULT_BYTES_PER_SECOND;
+                    double lat = DEFAULT_LATENCY_SECONDS;
+                    for (int i = 2; i < f.length; i++) {
+                        if (f[i].startsWith("bw=")) {
+                            bw = parseBandwidth(f[i].substring(3), where.trim());
+                        } else if (f[i].startsWith("alpha=")) {
+                            lat = parseSeconds(f[i].substring(6), where.trim());
+                        } else {
+                            throw new IllegalArgumentException(where + "unknown level attribute '" + f[i] + "' (bw=, alpha=)");
+                        }
+                    }
+                    levels.add(new Level(fanout, bw, lat));
+                }
+                case "rank" -> {
+                    java.util.regex.Matcher m = java.util.regex.Pattern.compile("rank\\s+(\\d+)\\s*=\\s*(\\S+)\\s+slot\\s*=\\s*(\\d+)")
+                            .matcher(line);
+                    if (!m.matches()) {
+                        throw new IllegalArgumentException(where + "expected 'rank R=HOST slot=S'");
+                    }
+                    int r = Integer.parseInt(m.group(1));
+                    int slot = Integer.parseInt(m.group(3));
+                    Integer old = hosts.computeIfAbsent(m.group(2), h -> new java.util.TreeMap<>()).put(slot, r);
+                    if (old != null) {
+                        throw new IllegalArgumentException(where + "slot " + slot + " of " + m.group(2) + " holds ranks " + old + " and " + r);
+                    }
+                }
+                default -> throw new IllegalArgumentException(where + "expected a 'level' or 'rank' line, got '" + f[0] + "'");
+            }
+        }
+        if (levels.isEmpty()) {
+            throw new IllegalArgumentException(file + ": no 'level' lines");
+        }
+        if (hosts.isEmpty()) {
+            return new Topology(levels, null);
+        }
+        int perHost = levels.get(0).fanout();
+        List<Integer> placement = new ArrayList<>();
+        for (var e : hosts.entrySet()) {
+            if (e.getValue().size() != perHost) {
+                throw new IllegalArgumentException(file + ": host " + e.getKey() + " runs " + e.getValue().size()
+                        + " ranks but the innermost level has fan-out " + perHost + " (an asymmetric placement has no box; "
+                        + "hierarchical algorithms need every host to run the same number of ranks)");
+            }
+            placement.addAll(e.getValue().values());
+        }
+        int[] p = placement.stream().mapToInt(Integer::intValue).toArray();
+        return new Topology(levels, p);
     }
 
     static double parseBandwidth(String v, String spec) {
