@@ -12,6 +12,12 @@ import java.util.function.Function;
  * {@code OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE/OMPI_COMM_WORLD_LOCAL_RANK}; Slurm's
  * {@code SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID}. System properties use the same names, or the
  * lower-case dotted form ({@code panamax.rank}).
+ *
+ * <p>Read elsewhere when the communicator connects: {@code PANAMAX_TRANSPORT} and
+ * {@code PANAMAX_TIMEOUT_SECONDS} (see {@link CommunicatorBuilder}), and {@code PANAMAX_NODE}
+ * (property {@code panamax.node}): when set and not blank, ranks with the same value use shared
+ * memory to each other and ranks with different values TCP, instead of grouping by host name and
+ * boot id (for emulating several nodes on one machine, see {@code docs/emulation.md}).
  */
 public record LaunchConfig(int rank, int worldSize, int localRank, String masterAddr, int masterPort) {
     /** The rendezvous port when none is configured. */

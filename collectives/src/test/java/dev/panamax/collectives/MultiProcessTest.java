@@ -26,6 +26,10 @@ class MultiProcessTest {
     }
 
     private static List<Rank> launch(int n, String... args) throws IOException {
+        return launch(n, r -> java.util.Map.of(), args);
+    }
+
+    private static List<Rank> launch(int n, java.util.function.IntFunction<java.util.Map<String, String>> env, String... args) throws IOException {
         int port = Ranks.freePort();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<Rank> ranks = new ArrayList<>();
@@ -38,6 +42,8 @@ class MultiProcessTest {
             pb.environment().put("PANAMAX_WORLD_SIZE", Integer.toString(n));
             pb.environment().put("PANAMAX_MASTER_ADDR", "127.0.0.1");
             pb.environment().put("PANAMAX_MASTER_PORT", Integer.toString(port));
+            pb.environment().remove("PANAMAX_NODE");
+            pb.environment().putAll(env.apply(r));
             Process p = pb.start();
             List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
             CompletableFuture<List<String>> out = new CompletableFuture<>();
@@ -73,6 +79,21 @@ class MultiProcessTest {
             assertTrue(r.process().waitFor(120, TimeUnit.SECONDS), "a rank did not finish");
             List<String> out = r.output().get(10, TimeUnit.SECONDS);
             assertEquals(0, r.process().exitValue(), () -> String.join("\n", out));
+            assertTrue(out.contains("OK"), () -> String.join("\n", out));
+        }
+    }
+
+    @org.junit.jupiter.api.Test
+    void panamaxNodeGroupsRanksIntoSharedMemoryNodes() throws Exception {
+        // Ranks 0,1 on node "a" and 2,3 on node "b": shared memory inside a node, TCP between nodes.
+        List<Rank> ranks = launch(4, r -> java.util.Map.of("PANAMAX_NODE", r < 2 ? "a" : "b"), "auto", "3", "1048579", "60");
+        String[] want = {"LINKS self shm tcp tcp", "LINKS shm self tcp tcp", "LINKS tcp tcp self shm", "LINKS tcp tcp shm self"};
+        for (int r = 0; r < 4; r++) {
+            Rank rank = ranks.get(r);
+            assertTrue(rank.process().waitFor(120, TimeUnit.SECONDS), "a rank did not finish");
+            List<String> out = rank.output().get(10, TimeUnit.SECONDS);
+            assertEquals(0, rank.process().exitValue(), () -> String.join("\n", out));
+            assertTrue(out.contains(want[r]), () -> String.join("\n", out));
             assertTrue(out.contains("OK"), () -> String.join("\n", out));
         }
     }

@@ -10,7 +10,8 @@ import java.time.Duration;
 /**
  * A rank as its own process, for the multi-process tests: joins the job from the environment,
  * runs {@code iterations} checked all-reduces of {@code count} floats (args: transport, iterations,
- * count, timeout seconds, and optionally "user" for a plain Arena buffer), prints "OK" or
+ * count, timeout seconds, and optionally "user" for a plain Arena buffer), prints "LINKS" and the
+ * transport to every rank, then "OK" or
  * "PEER_FAILED <rank>" / "FAILED <message>", and exits 0, 3 or 4.
  */
 public final class RankProcess {
@@ -22,6 +23,11 @@ public final class RankProcess {
         try (Communicator c = Panamax.builder().config(LaunchConfig.fromEnvironment()).transport(kind)
                 .timeout(Duration.ofMillis((long) (timeoutSeconds * 1000))).connect()) {
             System.out.println("READY " + c.rank());
+            StringBuilder links = new StringBuilder("LINKS");
+            for (int p = 0; p < c.size(); p++) {
+                links.append(' ').append(c.transportTo(p));
+            }
+            System.out.println(links);
             // "user": a plain Arena buffer (staged or read by address), else the communicator's shared memory.
             boolean user = args.length > 4 && args[4].equals("user");
             MemorySegment buf = user ? java.lang.foreign.Arena.ofShared().allocate(count * 4, 64) : c.allocate(count * 4);

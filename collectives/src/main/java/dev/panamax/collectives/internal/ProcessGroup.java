@@ -22,9 +22,18 @@ import java.util.List;
 
 /**
  * Connects the communicator of one process: rendezvous through the store, then a link per peer.
- * Peers on this host (same host name and boot id) get shared memory unless TCP is forced; the
- * others TCP. TCP connections go from the higher rank to the lower, each opened by a hello that
- * names the connecting rank.
+ * Peers on this host (same {@linkplain #hostIdentity() host identity}: host name and boot id) get
+ * shared memory unless TCP is forced; the others TCP. TCP connections go from the higher rank to
+ * the lower, each opened by a hello that names the connecting rank. They listen on the bind address
+ * when one is given, else on the local address of this process's connection to the store (the
+ * address it uses to reach the master).
+ *
+ * <p>{@code PANAMAX_NODE} (system property {@code panamax.node}) overrides the host identity: when
+ * it is set and not blank the identity is {@code node:<value>}, so ranks with the same value use
+ * shared memory to each other and ranks with different values TCP, whatever host they run on. It
+ * serves to emulate several nodes on one machine (for example one network namespace per rank,
+ * see {@code docs/emulation.md}); ranks given the same value must really share a host (same PID
+ * namespace and {@code /dev/shm}), since shared memory is then used between them.
  */
 public final class ProcessGroup {
     private static final int SOCKET_BUFFER_BYTES = 4 << 20;
@@ -46,7 +55,7 @@ public final class ProcessGroup {
             long pid = ProcessHandle.current().pid();
             String host = hostIdentity();
 
-            InetAddress local = InetAddress.getByName(bindAddress != null ? bindAddress : config.masterAddr());
+            InetAddress local = bindAddress != null ? InetAddress.getByName(bindAddress) : store.localAddress();
             ServerSocketChannel listener = ServerSocketChannel.open();
             opened.add(listener);
             listener.bind(new InetSocketAddress(local, 0), size);
@@ -227,8 +236,22 @@ public final class ProcessGroup {
         return n;
     }
 
-    /** Host name plus kernel boot id: processes agreeing on both can share memory. */
+    /** System property overriding the host identity; the environment variable is {@code PANAMAX_NODE}. */
+    static final String NODE_PROPERTY = "panamax.node";
+
+    /**
+     * Which processes can share memory: {@code node:<PANAMAX_NODE>} when that is set (property
+     * {@code panamax.node} first, then the environment) and not blank, else the host name plus the
+     * kernel boot id.
+     */
     static String hostIdentity() {
+        return hostIdentity(System.getProperty(NODE_PROPERTY, System.getenv("PANAMAX_NODE")));
+    }
+
+    static String hostIdentity(String node) {
+        if (node != null && !node.isBlank()) {
+            return ("node:" + node.trim()).replace(' ', '_');
+        }
         String name;
         try {
             name = InetAddress.getLocalHost().getHostName();

@@ -193,6 +193,11 @@ final class Store {
                     + (last == null ? "timed out" : last.getMessage()));
         }
 
+        /** The local address of the connection to the server: the address this process uses to reach the master. */
+        java.net.InetAddress localAddress() {
+            return socket.getLocalAddress();
+        }
+
         void set(String key, String value) {
             call(() -> {
                 out.writeInt(OP_SET);

@@ -61,7 +61,8 @@ public final class PerfMain implements Callable<Integer> {
     int ranks;
 
     @Option(names = {"-t", "--transport"}, paramLabel = "T", defaultValue = "shm",
-            description = "local (threads in this JVM), shm (local processes over shared memory) or tcp (local processes over TCP); default: ${DEFAULT-VALUE}")
+            description = "local (threads in this JVM), shm (local processes over shared memory), tcp (local processes over TCP) "
+                    + "or auto (shared memory to same-node peers, TCP to the others; see PANAMAX_NODE); default: ${DEFAULT-VALUE}")
     String transport;
 
     @Option(names = {"-b", "--minbytes"}, paramLabel = "SIZE", defaultValue = "8", description = "smallest size (default: ${DEFAULT-VALUE})")
@@ -159,11 +160,15 @@ public final class PerfMain implements Callable<Integer> {
         if (!alg.equals("ring") && !alg.equals("auto")) {
             throw new IllegalArgumentException("algorithm '" + algorithm + "' is not available: Panamax runs its collectives as rings; use -a ring (or -a auto)");
         }
-        if (!List.of("local", "shm", "tcp").contains(transport.toLowerCase(Locale.ROOT))) {
-            throw new IllegalArgumentException("unknown transport '" + transport + "'; known: local, shm, tcp");
+        if (!List.of("local", "shm", "tcp", "auto").contains(transport.toLowerCase(Locale.ROOT))) {
+            throw new IllegalArgumentException("unknown transport '" + transport + "'; known: local, shm, tcp, auto");
         }
         transport = transport.toLowerCase(Locale.ROOT);
-        transportKind = transport.equals("tcp") ? TransportKind.TCP : TransportKind.SHM;
+        transportKind = switch (transport) {
+            case "tcp" -> TransportKind.TCP;
+            case "auto" -> TransportKind.AUTO;
+            default -> TransportKind.SHM;
+        };
         if (ranks < 1) {
             throw new IllegalArgumentException("-np must be at least 1, got " + ranks);
         }
@@ -305,9 +310,14 @@ public final class PerfMain implements Callable<Integer> {
         }
     }
 
-    /** -t shm|tcp without a launcher: this process is rank 0 and starts the others. */
+    /**
+     * -t shm|tcp|auto without a launcher: this process is rank 0 and starts the others. The store
+     * listens on PANAMAX_MASTER_ADDR when that is set (an address of this process's network
+     * namespace), else on 127.0.0.1.
+     */
     private int launch() throws InterruptedException {
-        String addr = "127.0.0.1";
+        String master = System.getenv("PANAMAX_MASTER_ADDR");
+        String addr = master == null || master.isBlank() ? "127.0.0.1" : master.trim();
         int port = RankProcesses.freePort(addr);
         List<String> cmd = RankProcesses.javaCommand(PerfMain.class.getName(), null);
         cmd.addAll(Arrays.asList(args));

@@ -24,10 +24,19 @@ import java.util.function.Consumer;
  * every child that is still running, and a shutdown hook does the same if this JVM exits first.
  * Children watch this process through {@code PANAMAX_PARENT_PID} ({@link #exitWithParent()}), so
  * they go away even when it is killed outright.
+ *
+ * <p>{@code PANAMAX_RANK_WRAPPER}, when set in this process's environment, is a command prefix put
+ * in front of every child's command line: split at whitespace (no quoting), with {@code {rank}} in
+ * each word replaced by the child's rank. For example {@code ip netns exec pmx-r{rank}} starts
+ * each rank in its own network namespace. The wrapper must end by exec'ing the command it is given
+ * (as {@code ip netns exec}, {@code env} and {@code exec} in a script do), so that the child
+ * process is the rank's JVM and stopping it stops the rank.
  */
 public final class RankProcesses implements AutoCloseable {
     /** Environment variable naming the launching process; children exit when it is gone. */
     public static final String PARENT_PID = "PANAMAX_PARENT_PID";
+    /** Environment variable holding a command prefix for every child; {@code {rank}} becomes the rank. */
+    public static final String RANK_WRAPPER = "PANAMAX_RANK_WRAPPER";
 
     private final List<Process> children = new ArrayList<>();
     private final Thread hook;
@@ -47,7 +56,7 @@ public final class RankProcesses implements AutoCloseable {
         RankProcesses group = new RankProcesses();
         try {
             for (int r = 1; r < ranks; r++) {
-                ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.PIPE);
+                ProcessBuilder pb = new ProcessBuilder(wrap(System.getenv(RANK_WRAPPER), r, command)).redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.PIPE);
                 Map<String, String> e = pb.environment();
                 e.putAll(env);
                 e.put("PANAMAX_RANK", Integer.toString(r));
@@ -75,6 +84,18 @@ public final class RankProcesses implements AutoCloseable {
             throw new UncheckedIOException("could not start the rank processes: " + e.getMessage(), e);
         }
         return group;
+    }
+
+    /** {@code command} behind the words of {@code wrapper} (null or blank: none), {@code {rank}} replaced by {@code rank}. */
+    static List<String> wrap(String wrapper, int rank, List<String> command) {
+        List<String> cmd = new ArrayList<>();
+        if (wrapper != null && !wrapper.isBlank()) {
+            for (String word : wrapper.trim().split("\\s+")) {
+                cmd.add(word.replace("{rank}", Integer.toString(rank)));
+            }
+        }
+        cmd.addAll(command);
+        return cmd;
     }
 
     /** Called when a child rank exits with a non-zero status. */

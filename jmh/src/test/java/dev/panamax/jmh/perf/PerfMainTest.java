@@ -66,6 +66,7 @@ class PerfMainTest {
     @Test
     void rejectsBadValues() {
         assertThrows(IllegalArgumentException.class, () -> parse("alltoall"));
+        parse("allreduce", "-t", "auto");
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-t", "ib"));
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-np", "0"));
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-b", "64M", "-e", "8"));
