@@ -322,8 +322,12 @@ public final class PerfMain implements Callable<Integer> {
             return EXIT_USAGE;
         }
         boolean joinEnvironment = launched || System.getenv("PANAMAX_RANK") != null;
-        if ((printSchedule != null || explain) && !joinEnvironment) {
+        if (printSchedule != null || explain) {
             // Nothing is measured: the schedules and the planner's choices need no rank processes.
+            // Under a launcher every rank gets here; rank 0 alone prints.
+            if (joinEnvironment && !"0".equals(String.valueOf(System.getenv("PANAMAX_RANK")).trim())) {
+                return 0;
+            }
             boolean ok = true;
             if (explain) {
                 PlanPrinter.explain(config, ranks, timeoutNanos(), out);
