@@ -40,6 +40,17 @@ public enum Collective {
         throw new IllegalArgumentException("unknown collective '" + name + "'; known: allreduce, reducescatter, allgather, broadcast, reduce");
     }
 
+    /** The library's name for this collective (algorithm selection, schedules, the planner). */
+    public dev.panamax.collectives.Collective api() {
+        return switch (this) {
+            case ALLREDUCE -> dev.panamax.collectives.Collective.ALL_REDUCE;
+            case REDUCESCATTER -> dev.panamax.collectives.Collective.REDUCE_SCATTER;
+            case ALLGATHER -> dev.panamax.collectives.Collective.ALL_GATHER;
+            case BROADCAST -> dev.panamax.collectives.Collective.BROADCAST;
+            case REDUCE -> dev.panamax.collectives.Collective.REDUCE;
+        };
+    }
+
     /** True when the collective applies a reduction operator. */
     public boolean reduces() {
         return this == ALLREDUCE || this == REDUCESCATTER || this == REDUCE;

@@ -18,9 +18,19 @@ import java.util.List;
  * @param check       whether to run and verify a check iteration per size
  * @param userBuffers plain {@code Arena} buffers instead of {@code Communicator.allocate}
  * @param jitWarmup   iterations cycling over the small sizes before the sweep, so that the JIT has compiled the collective's code
+ * @param algorithms  the algorithms to sweep, one after the other ({@code auto}: the planner's choice per size)
+ * @param topology    the {@code --topology} spec every rank sets, or null for the communicator's own
  */
 public record PerfConfig(Collective collective, DataType type, ReduceOp op, int root, List<Long> sizes, int iters, int warmup,
-                         boolean check, boolean userBuffers, int jitWarmup) {
+                         boolean check, boolean userBuffers, int jitWarmup, List<String> algorithms, String topology) {
+
+    public PerfConfig {
+        sizes = List.copyOf(sizes);
+        algorithms = List.copyOf(algorithms);
+        if (algorithms.isEmpty()) {
+            throw new IllegalArgumentException("no algorithm to run");
+        }
+    }
 
     /** The operator column: the operator's name, or {@code none} for broadcast and all-gather. */
     public String redopName() {

@@ -6,12 +6,17 @@ import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.CommunicatorBuilder.TransportKind;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
+import dev.panamax.collectives.Topology;
+import dev.panamax.collectives.algorithms.Algorithms;
+import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.Model.CommandSpec;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -35,6 +40,11 @@ import java.util.concurrent.atomic.AtomicReference;
  *
  * <pre>panamax-perf allreduce -np 4 -t shm -b 8 -e 64M -f 2 -n 20 -w 5 -c 1 -d float32 -o sum</pre>
  *
+ * <p>{@code -a ring,rhd,...} sweeps once per algorithm; {@code --topology} sets the topology on
+ * every rank; {@code --print-schedule} and {@code --explain} print what would run (without
+ * running it); {@code --calibrate} measures the cost-model parameters; {@code --plot} draws the
+ * results.
+ *
  * With {@code -t local} the ranks are threads of this JVM. With {@code -t shm} or {@code -t tcp}
  * this process is rank 0 and starts ranks 1..np-1 as child JVMs; a process started with
  * {@code PANAMAX_RANK} in its environment (by those children, or by {@code scripts/panamax-run},
@@ -54,7 +64,8 @@ public final class PerfMain implements Callable<Integer> {
     static final int EXIT_USAGE = 2;
     static final int EXIT_FAILED = 3;
 
-    @Parameters(index = "0", paramLabel = "COLLECTIVE", description = "allreduce, reducescatter, allgather, broadcast or reduce")
+    @Parameters(index = "0", arity = "0..1", paramLabel = "COLLECTIVE",
+            description = "allreduce, reducescatter, allgather, broadcast or reduce (optional with --calibrate)")
     String collective;
 
     @Option(names = {"-np", "--nranks"}, paramLabel = "N", description = "number of ranks (default: ${DEFAULT-VALUE})", defaultValue = "2")
@@ -96,11 +107,38 @@ public final class PerfMain implements Callable<Integer> {
     @Option(names = {"-r", "--root"}, paramLabel = "R", defaultValue = "0", description = "root rank of broadcast and reduce (default: ${DEFAULT-VALUE})")
     int root;
 
-    @Option(names = {"-a", "--algorithm"}, paramLabel = "ALG", defaultValue = "ring", description = "ring or auto (both: ring) (default: ${DEFAULT-VALUE})")
-    String algorithm;
+    @Option(names = {"-a", "--algorithm"}, paramLabel = "ALG[,ALG...]", defaultValue = "auto", split = ",",
+            description = "algorithms to sweep, one after the other: ring, rhd, butterfly, reduce-bcast, two-level, mdring, blueconnect, "
+                    + "direct, ... or auto (the planner's choice per size) (default: ${DEFAULT-VALUE})")
+    List<String> algorithms;
 
-    @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "60", description = "timeout of every wait inside a collective and of the connection (default: ${DEFAULT-VALUE})")
+    @Option(names = "--topology", paramLabel = "SPEC",
+            description = "topology every rank sets before measuring, e.g. 2x2 or 2x2:bw=5G,50M:alpha=5us,100us (default: the communicator's own)")
+    String topology;
+
+    @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "60",
+            description = "timeout of every wait inside a collective and of the connection, on every rank (default: ${DEFAULT-VALUE})")
     double timeoutSeconds;
+
+    @Option(names = "--print-schedule", paramLabel = "first|all", arity = "0..1", fallbackValue = "first",
+            description = "print the schedule of each algorithm at the first size (or at all sizes) and exit without measuring")
+    String printSchedule;
+
+    @Option(names = "--print-schedule-rank", paramLabel = "R", defaultValue = "0", description = "the rank whose schedules --print-schedule prints (default: ${DEFAULT-VALUE})")
+    int printScheduleRank;
+
+    @Option(names = "--explain", description = "print the planner's choice for each size of the sweep and exit without measuring")
+    boolean explain;
+
+    @Option(names = "--calibrate", description = "measure ping-pong per transport, the ring all-reduce and the contention of concurrent all-reduces, "
+            + "fit t = alpha + beta*m and suggest a --topology (sizes 8..64M unless -b/-e are given)")
+    boolean calibrate;
+
+    @Option(names = "--plot", paramLabel = "FILE", description = "also draw busbw (or time) against size, one line per algorithm, to FILE (.png or .svg)")
+    Path plot;
+
+    @Option(names = "--plot-metric", paramLabel = "busbw|time", defaultValue = "busbw", description = "what --plot draws (default: ${DEFAULT-VALUE})")
+    String plotMetric;
 
     @Option(names = "--jit-warmup", paramLabel = "N", defaultValue = "20000",
             description = "iterations at a small size before the sweep, for the JIT (default: ${DEFAULT-VALUE})")
@@ -118,8 +156,12 @@ public final class PerfMain implements Callable<Integer> {
     @Option(names = "--launched", description = "join a job described by the environment (PANAMAX_RANK, ...) as one rank; implied when PANAMAX_RANK is set")
     boolean launched;
 
+    @Spec
+    CommandSpec spec;
+
     private PerfConfig config;
     private TransportKind transportKind;
+    private Plot.Metric metric;
     private final PrintStream out;
     private final PrintStream err;
 
@@ -155,11 +197,10 @@ public final class PerfMain implements Callable<Integer> {
 
     /** Checks the options and builds {@link #config}; throws IllegalArgumentException with a readable message. */
     void validate() {
-        Collective c = Collective.parse(collective);
-        String alg = algorithm.toLowerCase(Locale.ROOT);
-        if (!alg.equals("ring") && !alg.equals("auto")) {
-            throw new IllegalArgumentException("algorithm '" + algorithm + "' is not available: Panamax runs its collectives as rings; use -a ring (or -a auto)");
+        if (collective == null && !calibrate) {
+            throw new IllegalArgumentException("missing COLLECTIVE (allreduce, reducescatter, allgather, broadcast or reduce)");
         }
+        Collective c = Collective.parse(collective == null ? "allreduce" : collective);
         if (!List.of("local", "shm", "tcp", "auto").contains(transport.toLowerCase(Locale.ROOT))) {
             throw new IllegalArgumentException("unknown transport '" + transport + "'; known: local, shm, tcp, auto");
         }
@@ -202,13 +243,75 @@ public final class PerfMain implements Callable<Integer> {
             throw new IllegalArgumentException("-i must be positive, got " + stepBytes);
         }
         long min = Sizes.parse(minBytes);
-        long max = Sizes.parse(maxBytes);
+        long max = calibrate && !given("-e") ? 64L << 20 : Sizes.parse(maxBytes);
+        maxBytes = Long.toString(max);
         if (max < min) {
             throw new IllegalArgumentException("-e " + maxBytes + " is smaller than -b " + minBytes);
         }
         DataType type = DataType.parse(datatype);
         ReduceOp reduceOp = ReduceOp.parse(op);
-        config = new PerfConfig(c, type, reduceOp, root, Sizes.sweep(min, max, factor, increment), iters, warmup, check == 1, userBuffers, jitWarmup);
+        Topology top = null;
+        if (topology != null) {
+            top = Topology.parse(topology);
+            if (top.size() != ranks) {
+                throw new IllegalArgumentException("--topology " + topology + " has " + top.size() + " ranks, -np is " + ranks);
+            }
+        }
+        List<Long> sizes = Sizes.sweep(min, max, factor, increment);
+        List<String> algs = checkAlgorithms(c, type, sizes, top);
+        if (printScheduleRank < 0 || printScheduleRank >= ranks) {
+            throw new IllegalArgumentException("--print-schedule-rank " + printScheduleRank + " is not a rank of " + ranks);
+        }
+        if (printSchedule != null && !printSchedule.equals("first") && !printSchedule.equals("all")) {
+            throw new IllegalArgumentException("--print-schedule takes first or all, not '" + printSchedule + "'");
+        }
+        metric = Plot.Metric.parse(plotMetric);
+        if (plot != null) {
+            Plot.checkFile(plot);
+        }
+        config = new PerfConfig(c, type, reduceOp, root, sizes, iters, warmup, check == 1, userBuffers, jitWarmup, algs, topology);
+    }
+
+    /**
+     * The {@code -a} names, lower case and without duplicates; fails on a name the library does not
+     * know for this collective, and on an algorithm that cannot run it on {@code -np} ranks (as far
+     * as rank 0 of the largest size tells).
+     */
+    private List<String> checkAlgorithms(Collective c, DataType type, List<Long> sizes, Topology top) {
+        List<String> known = Algorithms.namesFor(c.api());
+        List<String> out = new ArrayList<>();
+        for (String a : algorithms == null ? List.of(Algorithms.AUTO) : algorithms) {
+            String n = a.trim().toLowerCase(Locale.ROOT);
+            if (n.isEmpty() || out.contains(n)) {
+                continue;
+            }
+            if (!n.equals(Algorithms.AUTO) && !known.contains(n)) {
+                throw new IllegalArgumentException("unknown algorithm '" + a.trim() + "' for " + c.cliName() + "; known: "
+                        + String.join(", ", known) + ", " + Algorithms.AUTO);
+            }
+            out.add(n);
+        }
+        if (out.isEmpty()) {
+            throw new IllegalArgumentException("-a names no algorithm");
+        }
+        int ts = type.byteSize();
+        long count = c.count(sizes.getLast(), ts, ranks);
+        Problem p = new Problem(c.api(), 0, ranks, count, ts, c.rooted() ? root : 0, top != null ? top : Topology.flat(ranks));
+        for (String n : out) {
+            String why = n.equals(Algorithms.AUTO) ? null : Algorithms.get(n).unsupported(p);
+            if (why != null) {
+                throw new IllegalArgumentException("algorithm '" + n + "' cannot run " + c.cliName() + " on " + ranks + " ranks: " + why);
+            }
+        }
+        return out;
+    }
+
+    /** True when one of the option's names was on the command line. */
+    private boolean given(String option) {
+        if (spec == null || spec.commandLine() == null || spec.commandLine().getParseResult() == null) {
+            return false;
+        }
+        return spec.commandLine().getParseResult().hasMatchedOption(option);
     }
 
     PerfConfig config() {
@@ -224,6 +327,21 @@ public final class PerfMain implements Callable<Integer> {
             return EXIT_USAGE;
         }
         boolean joinEnvironment = launched || System.getenv("PANAMAX_RANK") != null;
+        if (printSchedule != null || explain) {
+            // Nothing is measured: the schedules and the planner's choices need no rank processes.
+            // Under a launcher every rank gets here; rank 0 alone prints.
+            if (joinEnvironment && !"0".equals(String.valueOf(System.getenv("PANAMAX_RANK")).trim())) {
+                return 0;
+            }
+            boolean ok = true;
+            if (explain) {
+                PlanPrinter.explain(config, ranks, timeoutNanos(), out);
+            }
+            if (printSchedule != null) {
+                ok = PlanPrinter.printSchedules(config, ranks, printScheduleRank, printSchedule.equals("all"), timeoutNanos(), out);
+            }
+            return ok ? 0 : EXIT_USAGE;
+        }
         if (transport.equals("local")) {
             if (joinEnvironment) {
                 err.println("panamax-perf: -t local runs every rank in this JVM; it cannot join a launched job (use -t shm or -t tcp)");
@@ -259,7 +377,9 @@ public final class PerfMain implements Callable<Integer> {
     /** -t local: every rank a thread of this JVM. */
     private int runLocal() throws InterruptedException {
         List<Communicator> comms = Panamax.local(ranks, timeoutNanos());
-        printHeader(comms.get(0));
+        if (!calibrate) {
+            printHeader(comms.get(0));
+        }
         AtomicReference<Throwable> failure = new AtomicReference<>();
         List<List<Row>> results = new ArrayList<>();
         List<Thread> threads = new ArrayList<>();
@@ -269,8 +389,11 @@ public final class PerfMain implements Callable<Integer> {
             int rank = r;
             Thread t = new Thread(() -> {
                 try {
-                    List<Row> rows = new PerfRunner(comm, config).run(rank == 0 ? this::printRow : null);
-                    results.set(rank, rows);
+                    if (calibrate) {
+                        new Calibration(comm, config, rank == 0 ? out : null).run(transport);
+                    } else {
+                        results.set(rank, new PerfRunner(comm, config).run(rank == 0 ? this::printRow : null));
+                    }
                 } catch (Throwable e) {
                     if (failure.compareAndSet(null, e)) {
                         // Close every communicator so the other ranks fail now instead of at the timeout.
@@ -289,12 +412,19 @@ public final class PerfMain implements Callable<Integer> {
             err.println("panamax-perf: " + describe(failure.get()));
             return EXIT_FAILED;
         }
+        if (calibrate) {
+            return 0;
+        }
         return finish(results.get(0), comms.get(0), new TreeSet<>(List.of(ranks > 1 ? "local" : "self")));
     }
 
     /** One rank of a job launched by someone else (or by {@link #launch}). */
     private int runRank(LaunchConfig lc) {
         try (Communicator comm = Panamax.builder().config(lc).transport(transportKind).timeout(timeout()).connect()) {
+            if (calibrate) {
+                new Calibration(comm, config, comm.rank() == 0 ? out : null).run(transport);
+                return 0;
+            }
             if (comm.rank() == 0) {
                 printHeader(comm);
             }
@@ -322,7 +452,8 @@ public final class PerfMain implements Callable<Integer> {
         List<String> cmd = RankProcesses.javaCommand(PerfMain.class.getName(), null);
         cmd.addAll(Arrays.asList(args));
         cmd.add("--launched");
-        RankProcesses children = RankProcesses.start(ranks, addr, port, cmd, Map.of(), err, (rank, status) -> {
+        Map<String, String> env = Map.of("PANAMAX_TIMEOUT_SECONDS", fmt(timeoutSeconds));
+        RankProcesses children = RankProcesses.start(ranks, addr, port, cmd, env, err, (rank, status) -> {
             err.println("panamax-perf: rank " + rank + " exited with status " + status + "; stopping the job");
             err.flush();
             // Rank 0 normally notices the dead peer itself and exits with its own message; this is the backstop.
@@ -361,12 +492,16 @@ public final class PerfMain implements Callable<Integer> {
     private void printHeader(Communicator comm) {
         Collective c = config.collective();
         StringBuilder sb = new StringBuilder("# panamax-perf ").append(c.cliName()).append(": np ").append(ranks)
-                .append(", transport ").append(transport).append(", algorithm ring, type ").append(config.type().canonicalName())
+                .append(", transport ").append(transport).append(", algorithm ").append(String.join(",", config.algorithms()))
+                .append(", type ").append(config.type().canonicalName())
                 .append(", op ").append(config.redopName());
         if (c.rooted()) {
             sb.append(", root ").append(config.root());
         }
         sb.append(", buffers ").append(userBuffers ? "user" : "communicator");
+        if (config.topology() != null) {
+            sb.append(", topology ").append(Topology.parse(config.topology()));
+        }
         out.println(sb);
         out.printf(Locale.ROOT, "#  minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d validation: %d timeout: %ss%n",
                 Sizes.parse(minBytes), Sizes.parse(maxBytes), stepBytes != null ? Sizes.parse(stepBytes) + "(bytes)" : fmt(stepFactor == null ? 2 : stepFactor) + "(factor)",
@@ -376,9 +511,31 @@ public final class PerfMain implements Callable<Integer> {
         out.flush();
     }
 
+    private String lastAlgorithm;
+
     private void printRow(Row row) {
+        if (config.algorithms().size() > 1 && !row.algorithm().equals(lastAlgorithm)) {
+            out.println("# -a " + row.algorithm());
+        }
+        lastAlgorithm = row.algorithm();
         out.println(row.format(percentiles));
         out.flush();
+    }
+
+    /** The rows of each algorithm, in the order of {@code -a}. */
+    private Map<String, List<Row>> byAlgorithm(List<Row> rows) {
+        Map<String, List<Row>> m = new LinkedHashMap<>();
+        for (String a : config.algorithms()) {
+            m.put(a, new ArrayList<>());
+        }
+        for (Row r : rows) {
+            m.computeIfAbsent(r.algorithm(), k -> new ArrayList<>()).add(r);
+        }
+        return m;
+    }
+
+    private static double avgBusBw(List<Row> rows) {
+        return rows.stream().mapToDouble(Row::busBw).average().orElse(0);
     }
 
     private int finish(List<Row> rows, Communicator comm, TreeSet<String> links) {
@@ -388,8 +545,28 @@ public final class PerfMain implements Callable<Integer> {
             out.printf(Locale.ROOT, "# Out of bounds values : %d %s%n", wrong, wrong == 0 ? "OK" : "FAILED");
         }
         out.printf(Locale.ROOT, "# Avg bus bandwidth : %.4f%n", avg);
+        Map<String, List<Row>> groups = byAlgorithm(rows);
+        if (groups.size() > 1) {
+            for (Map.Entry<String, List<Row>> e : groups.entrySet()) {
+                long w = wrongTotal(e.getValue());
+                out.printf(Locale.ROOT, "#   %-14s avg bus bandwidth %.4f%s%n", e.getKey(), avgBusBw(e.getValue()),
+                        config.check() ? ", out of bounds values " + w : "");
+            }
+        }
         out.println("#");
         out.flush();
+        if (plot != null) {
+            try {
+                String title = config.collective().cliName() + ", np " + ranks + ", " + transport + ", " + config.type().canonicalName()
+                        + (config.topology() != null ? ", topology " + config.topology() : "");
+                Plot.write(plot, groups, metric, title);
+                out.println("# plot: " + plot);
+                out.flush();
+            } catch (IOException | RuntimeException e) {
+                err.println("panamax-perf: could not draw " + plot + ": " + describe(e));
+                return EXIT_FAILED;
+            }
+        }
         if (json != null) {
             try {
                 writeJson(rows, avg, wrong, links);
@@ -426,7 +603,10 @@ public final class PerfMain implements Callable<Integer> {
         if (config.collective().rooted()) {
             env.put("root", config.root());
         }
-        env.put("algorithm", "ring");
+        env.put("algorithm", config.algorithms());
+        if (config.topology() != null) {
+            env.put("topology", config.topology());
+        }
         env.put("buffers", userBuffers ? "user" : "communicator");
         env.put("timeoutSeconds", timeoutSeconds);
         Map<String, Object> jvm = new LinkedHashMap<>();
@@ -461,6 +641,9 @@ public final class PerfMain implements Callable<Integer> {
         doc.put("busBwFactor", config.collective().busBwFactor(ranks));
         doc.put("rows", rows);
         doc.put("avgBusBw", avgBusBw);
+        Map<String, Double> perAlgorithm = new LinkedHashMap<>();
+        byAlgorithm(rows).forEach((a, r) -> perAlgorithm.put(a, avgBusBw(r)));
+        doc.put("avgBusBwByAlgorithm", perAlgorithm);
         doc.put("wrong", config.check() ? wrong : null);
         new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValue(json.toFile(), doc);
     }

@@ -1,6 +1,7 @@
 package dev.panamax.jmh.perf;
 
 import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.Topology;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import org.HdrHistogram.Histogram;
@@ -9,15 +10,19 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Consumer;
 
 /**
  * The measurement loop of one rank, the same on every rank. Buffers are allocated once at the
- * largest size and touched before any timing; per size: warm-up iterations, a barrier, the timed
+ * largest size and touched before any timing; the sweep runs once per algorithm (each with its
+ * own JIT warm-up); per size: warm-up iterations, a barrier, the timed
  * iterations (each also recorded in a latency histogram), then, with checking on, one separate
  * check iteration on known inputs. The per-rank times are combined with a MAX all-reduce and the
- * wrong-element counts with a SUM all-reduce through the communicator itself, so every rank ends
+ * wrong-element counts with a SUM all-reduce through a communicator split from the measured one
+ * (ring all-reduce, whatever algorithm is measured), so every rank ends
  * with the same rows; {@code sink} (rank 0's printer) gets each row as soon as its size is done.
  */
 public final class PerfRunner {
@@ -34,34 +39,64 @@ public final class PerfRunner {
         this.config = config;
     }
 
-    /** Runs the sweep; returns the rows (identical on every rank). */
+    /**
+     * Runs the sweep once per algorithm of the configuration; returns the rows (identical on
+     * every rank), each labelled with its algorithm and the schedule's description of it.
+     */
     public List<Row> run(Consumer<Row> sink) {
         int ranks = comm.size();
         Collective c = config.collective();
+        dev.panamax.collectives.Collective api = c.api();
         int ts = config.type().byteSize();
-        long[] max = config.maxBufferBytes(ranks);
-        try (Arena arena = Arena.ofShared()) {
-            Buffers b = new Buffers(buffer(arena, Math.max(max[0], ts)), buffer(arena, Math.max(max[1], ts)),
-                    buffer(arena, 8 * Double.BYTES), buffer(arena, Long.BYTES));
-            CheckData check = new CheckData(c, config.type(), config.op(), ranks, config.root());
-            // Known inputs everywhere (their pattern does not depend on the size), and every page touched.
-            check.fill(b.send, comm.rank(), b.send.byteSize() / ts);
-            b.recv.fill((byte) 0);
-            warmUp(b, check);
-            List<Row> rows = new ArrayList<>();
+        if (config.topology() != null) {
+            comm.setTopology(Topology.parse(config.topology()));
+        }
+        // Every schedule of the run is built before any message moves: an algorithm that cannot run
+        // some size fails here, on every rank alike, instead of in the middle of the sweep.
+        Map<String, List<String>> described = new LinkedHashMap<>();
+        for (String alg : config.algorithms()) {
+            comm.setAlgorithm(api, alg);
+            List<String> d = new ArrayList<>();
             for (long requested : config.sizes()) {
-                Row row = measure(b, check, c.count(requested, ts, ranks), config.warmup(), config.iters());
-                rows.add(row);
-                if (sink != null) {
-                    sink.accept(row);
+                d.add(comm.schedule(api, c.count(requested, ts, ranks), config.type(), config.root()).algorithm());
+            }
+            described.put(alg, d);
+        }
+        long[] max = config.maxBufferBytes(ranks);
+        // The statistics and wrong-element counts travel over a communicator of their own with a fixed
+        // algorithm, so they do not depend on (or disturb the schedule cache of) the algorithm measured.
+        Communicator stats = comm.split(0, comm.rank());
+        try (Arena arena = Arena.ofShared()) {
+            stats.setAlgorithm(dev.panamax.collectives.Collective.ALL_REDUCE, "ring");
+            Buffers b = new Buffers(buffer(arena, Math.max(max[0], ts)), buffer(arena, Math.max(max[1], ts)),
+                    statsBuffer(arena, stats, 8 * Double.BYTES), statsBuffer(arena, stats, Long.BYTES), stats);
+            CheckData check = new CheckData(c, config.type(), config.op(), ranks, config.root());
+            List<Row> rows = new ArrayList<>();
+            for (String alg : config.algorithms()) {
+                comm.setAlgorithm(api, alg);
+                // Known inputs everywhere (their pattern does not depend on the size), and every page touched;
+                // again for each algorithm, so that one that wrote into its send buffer cannot spoil the next one's check.
+                check.fill(b.send, comm.rank(), b.send.byteSize() / ts);
+                b.recv.fill((byte) 0);
+                warmUp(b, check);
+                List<String> d = described.get(alg);
+                for (int i = 0; i < config.sizes().size(); i++) {
+                    Row row = measure(b, check, c.count(config.sizes().get(i), ts, ranks), config.warmup(), config.iters())
+                            .withAlgorithm(alg, d.get(i));
+                    rows.add(row);
+                    if (sink != null) {
+                        sink.accept(row);
+                    }
                 }
             }
             comm.barrier();
             return rows;
+        } finally {
+            stats.close();
         }
     }
 
-    private record Buffers(MemorySegment send, MemorySegment recv, MemorySegment stats, MemorySegment wrongs) {
+    private record Buffers(MemorySegment send, MemorySegment recv, MemorySegment stats, MemorySegment wrongs, Communicator statsComm) {
     }
 
     /**
@@ -118,16 +153,20 @@ public final class PerfRunner {
             b.recv.asSlice(0, recvBytes).fill((byte) 0);
             c.run(comm, b.send, b.recv, count, type, op, config.root());
             b.wrongs.set(ValueLayout.JAVA_LONG, 0, check.countWrong(b.recv, comm.rank(), count));
-            comm.allReduce(b.wrongs, 1, DataType.INT64, ReduceOp.SUM);
+            b.statsComm.allReduce(b.wrongs, 1, DataType.INT64, ReduceOp.SUM);
             wrong = b.wrongs.get(ValueLayout.JAVA_LONG, 0);
         }
         double[] mine = {timeUs, histogram.getMinValue() / 1e3, histogram.getValueAtPercentile(50) / 1e3,
                 histogram.getValueAtPercentile(99) / 1e3, histogram.getMaxValue() / 1e3};
         MemorySegment.copy(mine, 0, b.stats, ValueLayout.JAVA_DOUBLE, 0, mine.length);
-        comm.allReduce(b.stats, mine.length, DataType.FLOAT64, ReduceOp.MAX);
+        b.statsComm.allReduce(b.stats, mine.length, DataType.FLOAT64, ReduceOp.MAX);
         double[] all = b.stats.asSlice(0, mine.length * Double.BYTES).toArray(ValueLayout.JAVA_DOUBLE);
         return Row.of(c, count, ts, type.canonicalName(), config.redopName(), c.rooted() ? config.root() : -1, ranks,
                 all[0], wrong, all[1], all[2], all[3], all[4]);
+    }
+
+    private MemorySegment statsBuffer(Arena arena, Communicator owner, long bytes) {
+        return config.userBuffers() ? arena.allocate(bytes, PAGE) : owner.allocate(bytes);
     }
 
     private MemorySegment buffer(Arena arena, long bytes) {

@@ -19,16 +19,37 @@ import java.util.Locale;
  * @param p50Us     median iteration time
  * @param p99Us     99th percentile iteration time
  * @param maxUs     slowest iteration
+ * @param algorithm the algorithm asked for ({@code -a}: {@code ring}, ..., or {@code auto})
+ * @param schedule  the algorithm the schedule actually ran, with its details ({@code Schedule.algorithm()}:
+ *                  {@code blueconnect(2x2: ring,ring)}; for {@code auto} the planner's choice at this size)
  */
 public record Row(long size, long count, String type, String redop, int root, double timeUs, double algBw, double busBw,
-                  long wrong, double minUs, double p50Us, double p99Us, double maxUs) {
+                  long wrong, double minUs, double p50Us, double p99Us, double maxUs, String algorithm, String schedule) {
 
     /** Builds a row from the measured time, computing the bandwidths. */
     public static Row of(Collective c, long count, int typeSize, String type, String redop, int root, int ranks,
                          double timeUs, long wrong, double minUs, double p50Us, double p99Us, double maxUs) {
         long size = c.sizeBytes(count, typeSize, ranks);
         double algBw = algBw(size, timeUs);
-        return new Row(size, count, type, redop, root, timeUs, algBw, algBw * c.busBwFactor(ranks), wrong, minUs, p50Us, p99Us, maxUs);
+        return new Row(size, count, type, redop, root, timeUs, algBw, algBw * c.busBwFactor(ranks), wrong, minUs, p50Us, p99Us, maxUs,
+                "", "");
+    }
+
+    /** This row labelled with the algorithm asked for and the one its schedule ran. */
+    public Row withAlgorithm(String algorithm, String schedule) {
+        return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs, algorithm, schedule);
+    }
+
+    /**
+     * The {@code algorithm} column, without spaces: the schedule's algorithm ({@code ring},
+     * {@code blueconnect(2x2:ring,ring)}), prefixed with {@code auto:} when the planner chose it.
+     */
+    public String algorithmColumn() {
+        String shown = schedule == null || schedule.isEmpty() ? algorithm : schedule;
+        if ("auto".equals(algorithm) && schedule != null && !schedule.isEmpty()) {
+            shown = "auto:" + schedule;
+        }
+        return shown == null ? "" : shown.replace(" ", "");
     }
 
     /** GB/s (1e9 bytes per second) for {@code bytes} in {@code timeUs} microseconds; 0 for a zero time. */
@@ -36,7 +57,7 @@ public record Row(long size, long count, String type, String redop, int root, do
         return timeUs > 0 ? bytes / (timeUs * 1e3) : 0;
     }
 
-    /** The column header lines (two), with or without the percentile columns. */
+    /** The column header lines (two), with or without the percentile columns; the algorithm column comes last. */
     public static String header(boolean percentiles) {
         String names = String.format(Locale.ROOT, "#%11s %13s %9s %7s %10s %8s %8s %7s", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
         String units = String.format(Locale.ROOT, "#%11s %13s %9s %7s %10s %8s %8s %7s", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
@@ -44,6 +65,7 @@ public record Row(long size, long count, String type, String redop, int root, do
             names += String.format(Locale.ROOT, " %10s %10s %10s", "p50", "p99", "max");
             units += String.format(Locale.ROOT, " %10s %10s %10s", "(us)", "(us)", "(us)");
         }
+        names += "  algorithm";
         return names + System.lineSeparator() + units;
     }
 
@@ -54,7 +76,7 @@ public record Row(long size, long count, String type, String redop, int root, do
         if (percentiles) {
             line += String.format(Locale.ROOT, " %10s %10s %10s", time(p50Us), time(p99Us), time(maxUs));
         }
-        return line;
+        return line + "  " + algorithmColumn();
     }
 
     private static String time(double us) {

@@ -56,11 +56,35 @@ class PerfMainTest {
     }
 
     @Test
-    void acceptsRingAndAutoOnly() {
-        parse("allreduce", "-a", "ring");
-        parse("allreduce", "-a", "auto");
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-a", "tree"));
-        assertTrue(e.getMessage().contains("ring"), e.getMessage());
+    void readsAlgorithmsTopologyAndTheNewOptions() {
+        assertEquals(List.of("auto"), parse("allreduce").config().algorithms());
+        PerfMain m = parse("allreduce", "-np", "4", "-a", "ring,RHD,ring, blueconnect", "--topology", "2x2:bw=5G,50M:alpha=5us,100us",
+                "--timeout", "7.5", "--plot", "out.svg", "--plot-metric", "time", "--print-schedule", "--print-schedule-rank", "3");
+        assertEquals(List.of("ring", "rhd", "blueconnect"), m.config().algorithms());
+        assertEquals("2x2:bw=5G,50M:alpha=5us,100us", m.config().topology());
+        assertEquals(7.5, m.timeoutSeconds);
+        assertEquals("first", m.printSchedule);
+        assertEquals(3, m.printScheduleRank);
+        assertEquals("all", parse("allreduce", "--print-schedule=all").printSchedule);
+        assertTrue(parse("allreduce", "--explain").explain);
+        assertEquals(List.of("auto", "ring"), parse("allreduce", "--algorithm", "auto", "-a", "ring").config().algorithms());
+        // --calibrate needs no collective and sweeps 8 B .. 64 MiB unless told otherwise
+        PerfMain cal = parse("--calibrate");
+        assertTrue(cal.calibrate);
+        assertEquals(64L << 20, cal.config().sizes().getLast());
+        assertEquals(1L << 20, parse("--calibrate", "-e", "1M").config().sizes().getLast());
+    }
+
+    @Test
+    void unknownAlgorithmsFailFastWithTheKnownList() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-a", "ring,tree"));
+        assertTrue(e.getMessage().contains("'tree'") && e.getMessage().contains("known: ring, rhd") && e.getMessage().contains("auto"), e.getMessage());
+        // an algorithm without this collective
+        e = assertThrows(IllegalArgumentException.class, () -> parse("broadcast", "-a", "butterfly"));
+        assertTrue(e.getMessage().contains("known: "), e.getMessage());
+        // an algorithm that cannot run this rank count
+        e = assertThrows(IllegalArgumentException.class, () -> parse("reducescatter", "-np", "3", "-a", "rhd"));
+        assertTrue(e.getMessage().contains("power-of-two"), e.getMessage());
     }
 
     @Test
@@ -78,6 +102,13 @@ class PerfMainTest {
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-o", "xor"));
         assertThrows(IllegalArgumentException.class, () -> parse("broadcast", "-np", "2", "-r", "2"));
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--timeout", "0"));
+        assertThrows(IllegalArgumentException.class, () -> parse());
+        assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-np", "4", "--topology", "3x2"));
+        assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-np", "4", "--topology", "2y2"));
+        assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-np", "4", "--print-schedule-rank", "4"));
+        assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--print-schedule=some"));
+        assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--plot", "out.jpg"));
+        assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--plot-metric", "algbw"));
     }
 
     @Test
@@ -99,7 +130,7 @@ class PerfMainTest {
                 new PrintStream(out, true, StandardCharsets.UTF_8), System.err);
         String text = out.toString(StandardCharsets.UTF_8);
         assertEquals(0, status, text);
-        assertTrue(text.startsWith("# panamax-perf allreduce: np 3, transport local, algorithm ring, type float32, op sum, buffers communicator"), text);
+        assertTrue(text.startsWith("# panamax-perf allreduce: np 3, transport local, algorithm auto, type float32, op sum, buffers communicator"), text);
         assertTrue(text.contains("# Avg bus bandwidth : "), text);
         long rows = text.lines().filter(l -> !l.startsWith("#")).count();
         assertEquals(10, rows, text);
