@@ -16,6 +16,8 @@ import java.util.concurrent.TimeoutException;
 final class Ranks {
     /** Collective timeout used by tests: short, so that a bug fails fast instead of hanging. */
     static final Duration TIMEOUT = Duration.ofSeconds(20);
+    /** How long a whole test body may run on one rank (a grid of hundreds of collectives on a loaded machine). */
+    static final Duration WALL_LIMIT = Duration.ofMinutes(5);
 
     /** The transports of the contract suite. */
     enum Transport {
@@ -74,7 +76,7 @@ final class Ranks {
             Throwable first = null;
             for (Future<T> f : fs) {
                 try {
-                    out.add(f.get(TIMEOUT.toSeconds() * 3, TimeUnit.SECONDS));
+                    out.add(f.get(WALL_LIMIT.toSeconds(), TimeUnit.SECONDS));
                 } catch (ExecutionException e) {
                     // A timeout on one rank is usually the echo of a real failure on another: prefer the latter.
                     if (first == null || first instanceof CollectiveTimeoutException) {
