@@ -1,36 +1,163 @@
 package dev.panamax.collectives.plan;
 
+import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.algorithms.Algorithms;
 import dev.panamax.collectives.schedule.Algorithm;
 import dev.panamax.collectives.schedule.Problem;
 
-/** Chooses the algorithm for {@code -a auto}. */
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+
+/**
+ * Chooses the algorithm for {@code -a auto} by the cost model: every registered algorithm that can
+ * run the problem and has a model in {@link CostModel#predict} is a candidate, the hierarchical
+ * ones ({@link #HIERARCHICAL}) once per factorization of the topology ({@link #factorizations}),
+ * and the fastest predicted one wins.
+ *
+ * <p>Deterministic: the same problem gives the same answer on every rank. Times equal to 9
+ * significant digits tie, and ties go to the first in {@link #TIE_ORDER} (the simpler, flat
+ * algorithms first), then to the coarsest-last factorization order of {@link #factorizations}.
+ */
 public final class Planner {
+    /** Algorithms whose schedule follows the topology's levels, tried on every factorization. */
+    public static final Set<String> HIERARCHICAL = Set.of("blueconnect", "mdring", "two-level");
+
+    /** Preference among candidates with the same predicted time; unlisted names come after, by registry order. */
+    public static final List<String> TIE_ORDER = List.of("ring", "rhd", "butterfly", "direct", "blueconnect", "mdring", "two-level",
+            "reduce-bcast", "pairwise", "dissemination");
+
     private Planner() {
     }
 
     /**
-     * The algorithm (and the topology it runs on) for {@code problem}. Deterministic: every rank
-     * must get the same answer for the same problem.
+     * The algorithm (and the topology it runs on: for hierarchical algorithms the chosen
+     * factorization, with the same ranks in the same places) for {@code problem}. Never an
+     * algorithm whose {@code unsupported} is non-null for the returned topology.
+     *
+     * @throws IllegalArgumentException when no registered algorithm with a cost model can run it
      */
     public static Candidate choose(Problem problem) {
-        return new Candidate(heuristic(problem).name(), problem.topology(), Double.NaN, "size thresholds");
+        List<Candidate> c = candidates(problem);
+        if (c.isEmpty()) {
+            throw new IllegalArgumentException("no algorithm with a cost model can run " + problem.collective().label() + " on "
+                    + problem.size() + " ranks");
+        }
+        return c.get(0);
     }
 
-    private static Algorithm heuristic(Problem problem) {
-        int n = problem.size();
-        long bytes = problem.byteSize();
-        boolean pow2 = n > 2 && Integer.bitCount(n) == 1;
-        return switch (problem.collective()) {
-            case ALL_REDUCE -> {
-                if (bytes * (n - 1) <= 32 * 1024) {
-                    yield Algorithms.get(pow2 ? "butterfly" : "direct");
-                }
-                yield Algorithms.get(pow2 && bytes <= (4 << 20) ? "rhd" : "ring");
+    /** Every candidate the planner weighed, fastest first (the order {@link #choose} uses). */
+    public static List<Candidate> candidates(Problem problem) {
+        List<String> names = Algorithms.names();
+        List<Ranked> ranked = new ArrayList<>();
+        List<Topology> factorizations = factorizations(problem.topology());
+        for (int ai = 0; ai < names.size(); ai++) {
+            String name = names.get(ai);
+            if (!CostModel.models(name, problem.collective())) {
+                continue;
             }
-            case ALL_TO_ALL -> Algorithms.get("pairwise");
-            case BARRIER -> Algorithms.get("dissemination");
-            default -> Algorithms.get("ring");
-        };
+            Algorithm a = Algorithms.get(name);
+            List<Topology> tops = HIERARCHICAL.contains(name) ? factorizations : List.of(problem.topology());
+            for (int fi = 0; fi < tops.size(); fi++) {
+                Topology t = tops.get(fi);
+                Problem p = t.equals(problem.topology()) ? problem : new Problem(problem.collective(), problem.rank(), problem.size(),
+                        problem.count(), problem.elementBytes(), problem.root(), t);
+                if (a.unsupported(p) != null) {
+                    continue;
+                }
+                CostModel.Prediction pr = CostModel.predict(name, p);
+                int tie = TIE_ORDER.indexOf(name);
+                ranked.add(new Ranked(new Candidate(name, t, pr.seconds(), pr.formula()), quantize(pr.seconds()),
+                        tie >= 0 ? tie : TIE_ORDER.size() + ai, fi));
+            }
+        }
+        ranked.sort(Comparator.comparingDouble(Ranked::key).thenComparingInt(Ranked::tie).thenComparingInt(Ranked::factorization));
+        List<Candidate> out = new ArrayList<>(ranked.size());
+        for (Ranked r : ranked) {
+            out.add(r.candidate);
+        }
+        return out;
+    }
+
+    /**
+     * A table of the candidates, fastest first: algorithm, factorization (fan-outs innermost
+     * first), predicted time and formula; the first row is the choice. For
+     * {@code panamax-perf --explain}.
+     */
+    public static String explain(Problem problem) {
+        List<Candidate> c = candidates(problem);
+        StringBuilder b = new StringBuilder();
+        b.append(String.format(Locale.ROOT, "%s of %d x %d B on %d ranks, topology %s%n", problem.collective().label(), problem.count(),
+                problem.elementBytes(), problem.size(), problem.topology()));
+        int wa = "algorithm".length();
+        int wf = "factorization".length();
+        for (Candidate x : c) {
+            wa = Math.max(wa, x.algorithm().length());
+            wf = Math.max(wf, CostModel.fanouts(x.topology()).length());
+        }
+        String row = "%-2s%-" + wa + "s  %-" + wf + "s  %12s  %s%n";
+        b.append(String.format(Locale.ROOT, row, "", "algorithm", "factorization", "predicted", "formula"));
+        for (int i = 0; i < c.size(); i++) {
+            Candidate x = c.get(i);
+            b.append(String.format(Locale.ROOT, row, i == 0 ? "*" : "", x.algorithm(), CostModel.fanouts(x.topology()),
+                    CostModel.secs(x.predictedSeconds()), x.formula()));
+        }
+        if (c.isEmpty()) {
+            b.append("(no algorithm with a cost model can run this)\n");
+        }
+        return b.toString();
+    }
+
+    /**
+     * The topology as given, then every coarser one obtained by merging runs of adjacent levels
+     * (merged fan-out: the product; bandwidth: the minimum; latency: the maximum), each keeping
+     * the placement; 2^(levels-1) in all, the given one first and the single merged level last.
+     * Merging keeps every rank's box position, since position = sum c_i * (p_0 ... p_{i-1}) is
+     * unchanged when two adjacent coordinates fuse into c_i + p_i * c_{i+1}.
+     */
+    public static List<Topology> factorizations(Topology t) {
+        int k = t.levels();
+        int[] placement = new int[t.size()];
+        for (int pos = 0; pos < placement.length; pos++) {
+            placement[pos] = t.rankAt(pos);
+        }
+        List<Topology> out = new ArrayList<>();
+        out.add(t);
+        // bit i of cuts set: levels i and i+1 stay separate
+        for (int cuts = (1 << (k - 1)) - 2; cuts >= 0; cuts--) {
+            List<Topology.Level> levels = new ArrayList<>();
+            int fanout = 1;
+            double bw = Double.POSITIVE_INFINITY;
+            double lat = 0;
+            for (int i = 0; i < k; i++) {
+                Topology.Level l = t.level(i);
+                fanout *= l.fanout();
+                bw = Math.min(bw, l.bytesPerSecond());
+                lat = Math.max(lat, l.latencySeconds());
+                if (i == k - 1 || (cuts & (1 << i)) != 0) {
+                    levels.add(new Topology.Level(fanout, bw, lat));
+                    fanout = 1;
+                    bw = Double.POSITIVE_INFINITY;
+                    lat = 0;
+                }
+            }
+            out.add(new Topology(levels, placement));
+        }
+        return out;
+    }
+
+    /** Round to 9 significant digits, so that formulas equal up to rounding tie. */
+    private static double quantize(double s) {
+        if (s == 0 || !Double.isFinite(s)) {
+            return s;
+        }
+        return new BigDecimal(s).round(new MathContext(9)).doubleValue();
+    }
+
+    private record Ranked(Candidate candidate, double key, int tie, int factorization) {
     }
 }

@@ -1,0 +1,140 @@
+package dev.panamax.collectives.plan;
+
+import dev.panamax.collectives.Collective;
+import dev.panamax.collectives.Topology;
+import dev.panamax.collectives.algorithms.Algorithms;
+import dev.panamax.collectives.schedule.Problem;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class PlannerTest {
+
+    private static Problem problem(Collective c, long count, int eb, Topology t) {
+        return new Problem(c, 0, t.size(), count, eb, 0, t);
+    }
+
+    private static String choice(Collective c, long bytes, String topo) {
+        return Planner.choose(problem(c, bytes / 4, 4, Topology.parse(topo))).algorithm();
+    }
+
+    @Test
+    void flatTopologySmallAndLargeMessages() {
+        for (String topo : List.of("4", "6", "8", "16")) {
+            assertTrue(Set.of("direct", "butterfly").contains(choice(Collective.ALL_REDUCE, 16, topo)), topo);
+            assertTrue(Set.of("ring", "rhd").contains(choice(Collective.ALL_REDUCE, 64 << 20, topo)), topo);
+        }
+        assertEquals("rhd", choice(Collective.ALL_REDUCE, 64 << 20, "8"));
+        assertEquals("ring", choice(Collective.ALL_REDUCE, 64 << 20, "6"));
+        assertEquals("pairwise", choice(Collective.ALL_TO_ALL, 1024, "6"));
+        assertEquals("dissemination", Planner.choose(problem(Collective.BARRIER, 0, 1, Topology.flat(5))).algorithm());
+    }
+
+    @Test
+    void blueConnectWinsOnATwoLevelNetwork() {
+        Candidate c = Planner.choose(problem(Collective.ALL_REDUCE, 16 << 20, 4, Topology.parse("2x2:bw=5G,50M")));
+        assertEquals("blueconnect", c.algorithm());
+        assertArrayEquals(new int[] {2, 2}, c.topology().fanouts());
+        Candidate d = Planner.choose(problem(Collective.ALL_REDUCE, 25 << 20, 4, Topology.parse("3x2x2:bw=5G,100M,10M:alpha=1us,20us,50us")));
+        assertTrue(Set.of("blueconnect", "mdring").contains(d.algorithm()), d.toString());
+    }
+
+    @Test
+    void hierarchicalAlgorithmsAreWeighedOnEveryFactorization() {
+        Topology t = Topology.parse("3x2x2:bw=5G,100M,10M:alpha=1us,20us,50us");
+        List<Candidate> all = Planner.candidates(problem(Collective.ALL_REDUCE, 1 << 18, 4, t));
+        for (String name : Planner.HIERARCHICAL) {
+            List<String> shapes = all.stream().filter(c -> c.algorithm().equals(name)).map(c -> CostModel.fanouts(c.topology())).sorted().toList();
+            assertEquals(List.of("12", "3x2x2", "3x4", "6x2"), shapes, name);
+        }
+        assertEquals(1, all.stream().filter(c -> c.algorithm().equals("ring")).count());
+        // with per-rank bandwidths, splitting a level never costs BlueConnect time: the finest factorization is its best
+        Candidate bestBlue = all.stream().filter(c -> c.algorithm().equals("blueconnect")).findFirst().orElseThrow();
+        assertEquals(t, bestBlue.topology());
+    }
+
+    @Test
+    void factorizationsMergeAdjacentLevels() {
+        Topology t = new Topology(List.of(new Topology.Level(3, 5e9, 1e-6), new Topology.Level(2, 1e8, 2e-5), new Topology.Level(2, 1e7, 5e-5)),
+                new int[] {11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0});
+        List<Topology> f = Planner.factorizations(t);
+        assertEquals(4, f.size());
+        assertEquals(t, f.get(0));
+        List<String> shapes = new ArrayList<>();
+        for (Topology x : f) {
+            shapes.add(CostModel.fanouts(x));
+            for (int pos = 0; pos < 12; pos++) {
+                assertEquals(t.rankAt(pos), x.rankAt(pos));
+            }
+        }
+        assertEquals(List.of("3x2x2", "6x2", "3x4", "12"), shapes);
+        assertEquals(new Topology.Level(6, 1e8, 2e-5), f.get(1).level(0));
+        assertEquals(new Topology.Level(4, 1e7, 5e-5), f.get(2).level(1));
+        assertEquals(new Topology.Level(12, 1e7, 5e-5), f.get(3).level(0));
+        assertEquals(1, Planner.factorizations(Topology.flat(7)).size());
+        // the merged group of a rank is the union of the groups it was made of
+        assertEquals(Set.of(11, 10, 9, 8, 7, 6), toSet(f.get(1).group(11, 0)));
+    }
+
+    private static Set<Integer> toSet(int[] a) {
+        Set<Integer> s = new java.util.HashSet<>();
+        for (int x : a) {
+            s.add(x);
+        }
+        return s;
+    }
+
+    @Test
+    void neverChoosesAnUnsupportedAlgorithm() {
+        for (int n = 1; n <= 16; n++) {
+            List<Topology> tops = new ArrayList<>(List.of(Topology.flat(n)));
+            for (int a = 2; a < n; a++) {
+                if (n % a == 0) {
+                    tops.add(Topology.parse(a + "x" + (n / a) + ":bw=5G,100M"));
+                }
+            }
+            for (Topology t : tops) {
+                for (Collective c : Collective.values()) {
+                    for (long count : new long[] {0, 1, 1000, 1 << 22}) {
+                        Problem p = new Problem(c, n - 1, n, c == Collective.BARRIER ? 0 : count, 4, n - 1, t);
+                        Candidate x = Planner.choose(p);
+                        Problem q = new Problem(c, n - 1, n, p.count(), 4, n - 1, x.topology());
+                        assertNull(Algorithms.get(x.algorithm()).unsupported(q), x + " for " + c + " on " + t);
+                        for (Candidate y : Planner.candidates(p)) {
+                            assertNull(Algorithms.get(y.algorithm()).unsupported(
+                                    new Problem(c, n - 1, n, p.count(), 4, n - 1, y.topology())));
+                        }
+                    }
+                }
+            }
+        }
+        assertEquals("ring", choice(Collective.REDUCE_SCATTER, 1 << 20, "6")); // rhd needs a power of two
+        assertTrue(Planner.candidates(problem(Collective.REDUCE_SCATTER, 1000, 4, Topology.flat(6))).stream()
+                .noneMatch(c -> c.algorithm().equals("rhd")));
+    }
+
+    @Test
+    void deterministicAndSortedFastestFirst() {
+        Topology t = Topology.parse("3x2x2:bw=5G,100M,10M:alpha=1us,20us,50us");
+        Problem p = problem(Collective.ALL_REDUCE, 1 << 20, 4, t);
+        List<Candidate> c = Planner.candidates(p);
+        for (int i = 1; i < c.size(); i++) {
+            assertTrue(c.get(i - 1).predictedSeconds() <= c.get(i).predictedSeconds() * (1 + 1e-8), c.toString());
+        }
+        for (int r = 0; r < t.size(); r++) {
+            assertEquals(Planner.choose(p), Planner.choose(p.atRank(r)));
+        }
+        assertEquals(c.get(0), Planner.choose(p));
+        String table = Planner.explain(p);
+        assertTrue(table.contains("algorithm") && table.contains("factorization") && table.contains("blueconnect") && table.contains("6x2"),
+                table);
+        assertTrue(table.lines().anyMatch(l -> l.startsWith("* " + c.get(0).algorithm())), table);
+    }
+}
