@@ -41,6 +41,8 @@ usage: sudo $0 [options]
   --timeout S          timeout of every collective wait (default 300)
   --run-timeout S      wall-clock limit of one panamax-perf run (default 1200)
   --out DIR            keep the JSON results and logs in DIR (default: a temporary directory, removed)
+  --plot FILE          draw busbw against size, one line per algorithm, to FILE (.png or .svg)
+  --plot-metric M      busbw (default) or time
   --single-stream      measure one TCP stream through one limited veth (broadcast, 2 ranks on 2 nodes)
   --plumbing           check the network: allreduce with -t auto -c 1 across all ranks, transports and tc counters
   --cleanup            delete the namespaces $PREFIX-sw and $PREFIX-r<N> left by an earlier run, then exit
@@ -53,7 +55,7 @@ EOF
 die() { echo "emulate-hierarchy: $*" >&2; exit 2; }
 
 NODES=2 RPN=2 RATE=400mbit BURST="" SHM_BW=5G ALPHA=5us,100us ALGS=ring,two-level,blueconnect
-MINB=1M MAXB=256M FACTOR=4 ITERS=3 WARMUP=1 CHECK=1 JIT=500 TIMEOUT=300 RUN_TIMEOUT=1200 OUT="" MODE=sweep
+MINB=1M MAXB=256M FACTOR=4 ITERS=3 WARMUP=1 CHECK=1 JIT=500 TIMEOUT=300 RUN_TIMEOUT=1200 OUT="" MODE=sweep PLOT="" PLOT_METRIC=busbw
 while [ $# -gt 0 ]; do
   case "$1" in
     --nodes) NODES=${2:?}; shift 2 ;;
@@ -73,6 +75,8 @@ while [ $# -gt 0 ]; do
     --timeout) TIMEOUT=${2:?}; shift 2 ;;
     --run-timeout) RUN_TIMEOUT=${2:?}; shift 2 ;;
     --out) OUT=${2:?}; shift 2 ;;
+    --plot) PLOT=${2:?}; shift 2 ;;
+    --plot-metric) PLOT_METRIC=${2:?}; shift 2 ;;
     --single-stream) MODE=single; shift ;;
     --plumbing) MODE=plumbing; shift ;;
     --cleanup) MODE=cleanup; shift ;;
@@ -271,7 +275,6 @@ fi
 TOPO="${RPN}x${NODES}:bw=${SHM_BW},${RATE_BYTES}:alpha=${ALPHA}"
 extra=()
 if has_flag --topology; then extra+=(--topology "$TOPO"); else echo "emulate-hierarchy: panamax-perf has no --topology; running without it" >&2; fi
-if has_flag --explain; then extra+=(--explain); fi
 # One run per algorithm (the per-algorithm JSON files stay simple); an algorithm this build
 # does not know is reported and left out of the table.
 IFS=, read -r -a alg_list <<<"$ALGS"
@@ -308,7 +311,7 @@ for a in algs:
             runs[a] = {r["size"]: r for r in json.load(open(p))["rows"]}
         except (ValueError, KeyError):
             pass
-def pred(row):  # the planner's prediction, when panamax-perf --explain put one in the row
+def pred(row):  # the cost model's prediction that panamax-perf puts in each JSON row
     for k in ("predictedUs", "predictedTimeUs", "modelUs"):
         if isinstance(row.get(k), (int, float)):
             return row[k]
@@ -338,7 +341,20 @@ def t64(a):
 def ratio(a, b):
     x, y = t64(a), t64(b)
     return f"{x / y:.3f}" if x and y else "n/a"
+if has_pred:
+    errs = []
+    for a in algs:
+        r = runs.get(a, {}).get(64 << 20)
+        p = pred(r) if r else None
+        if p:
+            errs.append(f"{a}={p / r['timeUs']:.2f}")
+    print("# model/measured at 64MiB: " + " ".join(errs))
 print(f"ratio blueconnect/ring={ratio('blueconnect', 'ring')} blueconnect/two-level={ratio('blueconnect', 'two-level')} size=64MiB")
 EOF
 [ "${#ran[@]}" -gt 0 ] || { echo "emulate-hierarchy: no algorithm ran" >&2; exit 1; }
+if [ -n "$PLOT" ]; then
+  jsons=$(printf "$WORK/%s.json," "${ran[@]}")
+  t "$PERF" --plot-from "${jsons%,}" --plot "$PLOT" --plot-metric "$PLOT_METRIC" >/dev/null \
+    && echo "# plot: $PLOT" || echo "emulate-hierarchy: drawing $PLOT failed" >&2
+fi
 exit "$failed"

@@ -1,5 +1,8 @@
 package dev.panamax.jmh.perf;
 
+import dev.panamax.collectives.plan.Fit;
+import dev.panamax.collectives.plan.Fit.Line;
+
 import dev.panamax.collectives.Communicator;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
@@ -37,9 +40,6 @@ final class Calibration {
     private static final long GAMMA_MAX_BYTES = 8L << 20;
     private static final int[] KS = {1, 2, 4};
 
-    /** A least-squares line t = alpha + beta * m; seconds and seconds per byte. */
-    record Line(double alpha, double beta, double r2) {
-    }
 
     private final Communicator comm;
     private final PerfConfig config;
@@ -246,18 +246,18 @@ final class Calibration {
             l.append(String.format(Locale.ROOT, " %18.2f", ar[s] * 1e6));
             out.println(l);
         }
+        double[] m = sizes.stream().mapToDouble(Long::doubleValue).toArray();
+        // Paper 004's contention factor for the largest k: k all-reduces of m bytes started together
+        // take a + gamma * b * m (a, b from the single all-reduce's fit); gamma = k: no gain from overlap.
         double gamma = Double.NaN;
-        if (tk != null) {
-            double num = 0;
-            double den = 0;
-            for (int j = 0; j < KS.length; j++) {
-                num += (KS[j] - 1) * (tk[j] / tk[0] - 1);
-                den += (double) (KS[j] - 1) * (KS[j] - 1);
+        if (tk != null && m.length >= 2) {
+            try {
+                gamma = Fit.contention(fit(m, ar), new double[] {gammaBytes}, new double[] {tk[KS.length - 1]}).gamma();
+            } catch (IllegalArgumentException e) {
+                gamma = Double.NaN;
             }
-            gamma = num / den;
         }
         String g = Double.isNaN(gamma) ? "N/A" : String.format(Locale.ROOT, "%.3f", gamma);
-        double[] m = sizes.stream().mapToDouble(Long::doubleValue).toArray();
         out.println("#");
         out.println("# least-squares fit t = alpha + beta * m over the sizes; bw = 1/beta (all-reduce: bus bandwidth 2(n-1)/n / beta)");
         out.printf(Locale.ROOT, "#%-27s %10s %11s %9s %8s %7s%n", " series", "alpha(us)", "beta(ns/B)", "bw(GB/s)", "R^2", "gamma");
@@ -273,7 +273,7 @@ final class Calibration {
             for (int j = 0; j < KS.length; j++) {
                 r.append(String.format(Locale.ROOT, " %.2f (k=%d)", tk[j] / tk[0], KS[j]));
             }
-            out.println(r.append("; T_k/T_1 = 1 + gamma (k-1): 0 overlap, 1 take turns"));
+            out.println(r.append("; gamma (k=" + KS[KS.length - 1] + ", paper 004: T_k = a + gamma b m): " + g));
         }
         String suggestion = suggest(n, peers, kinds, fits, sizes.isEmpty() ? null : pp);
         out.println("# suggested: " + (suggestion == null ? "(no peers to measure)" : "--topology " + suggestion));
@@ -330,36 +330,13 @@ final class Calibration {
         return String.format(Locale.ROOT, "%.3gus", a * 1e6);
     }
 
-    /** Ordinary least squares of t = alpha + beta * m, with R^2 (1 for a perfect line, NaN with fewer than 2 points). */
+    /** Least squares of t = alpha + beta * m ({@link Fit#linear}); NaN parts with fewer than two distinct sizes. */
     static Line fit(double[] m, double[] t) {
         int n = Math.min(m.length, t.length);
-        if (n < 2) {
+        try {
+            return Fit.linear(java.util.Arrays.copyOf(m, n), java.util.Arrays.copyOf(t, n));
+        } catch (IllegalArgumentException e) {
             return new Line(n == 1 ? t[0] : Double.NaN, Double.NaN, Double.NaN);
         }
-        double mx = 0;
-        double my = 0;
-        for (int i = 0; i < n; i++) {
-            mx += m[i];
-            my += t[i];
-        }
-        mx /= n;
-        my /= n;
-        double sxx = 0;
-        double sxy = 0;
-        double syy = 0;
-        for (int i = 0; i < n; i++) {
-            sxx += (m[i] - mx) * (m[i] - mx);
-            sxy += (m[i] - mx) * (t[i] - my);
-            syy += (t[i] - my) * (t[i] - my);
-        }
-        double beta = sxx == 0 ? 0 : sxy / sxx;
-        double alpha = my - beta * mx;
-        double ssRes = 0;
-        for (int i = 0; i < n; i++) {
-            double e = t[i] - (alpha + beta * m[i]);
-            ssRes += e * e;
-        }
-        double r2 = syy == 0 ? 1 : 1 - ssRes / syy;
-        return new Line(alpha, beta, r2);
     }
 }

@@ -137,6 +137,10 @@ public final class PerfMain implements Callable<Integer> {
     @Option(names = "--plot", paramLabel = "FILE", description = "also draw busbw (or time) against size, one line per algorithm, to FILE (.png or .svg)")
     Path plot;
 
+    @Option(names = "--plot-from", paramLabel = "JSON[,JSON...]", split = ",",
+            description = "draw --plot from the rows of earlier --json files (one line per algorithm over all files) and exit")
+    List<Path> plotFrom;
+
     @Option(names = "--plot-metric", paramLabel = "busbw|time", defaultValue = "busbw", description = "what --plot draws (default: ${DEFAULT-VALUE})")
     String plotMetric;
 
@@ -197,7 +201,7 @@ public final class PerfMain implements Callable<Integer> {
 
     /** Checks the options and builds {@link #config}; throws IllegalArgumentException with a readable message. */
     void validate() {
-        if (collective == null && !calibrate) {
+        if (collective == null && !calibrate && plotFrom == null) {
             throw new IllegalArgumentException("missing COLLECTIVE (allreduce, reducescatter, allgather, broadcast or reduce)");
         }
         Collective c = Collective.parse(collective == null ? "allreduce" : collective);
@@ -320,6 +324,9 @@ public final class PerfMain implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
+        if (plotFrom != null) {
+            return plotFromJson();
+        }
         try {
             validate();
         } catch (IllegalArgumentException e) {
@@ -536,6 +543,36 @@ public final class PerfMain implements Callable<Integer> {
 
     private static double avgBusBw(List<Row> rows) {
         return rows.stream().mapToDouble(Row::busBw).average().orElse(0);
+    }
+
+    /** {@code --plot-from}: the rows of earlier {@code --json} files, grouped by algorithm, drawn to {@code --plot}. */
+    private int plotFromJson() {
+        if (plot == null) {
+            err.println("panamax-perf: --plot-from needs --plot FILE");
+            return EXIT_USAGE;
+        }
+        Plot.checkFile(plot);
+        Map<String, List<Row>> groups = new LinkedHashMap<>();
+        List<String> what = new ArrayList<>();
+        try {
+            ObjectMapper mapper = new ObjectMapper().configure(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+            for (Path f : plotFrom) {
+                com.fasterxml.jackson.databind.JsonNode doc = mapper.readTree(f.toFile());
+                what.add(doc.path("collective").asText("?") + " np " + doc.path("environment").path("np").asText("?"));
+                for (com.fasterxml.jackson.databind.JsonNode r : doc.path("rows")) {
+                    Row row = mapper.treeToValue(r, Row.class);
+                    groups.computeIfAbsent(row.algorithm() == null || row.algorithm().isEmpty() ? f.getFileName().toString() : row.algorithm(),
+                            k -> new ArrayList<>()).add(row);
+                }
+            }
+            Plot.write(plot, groups, Plot.Metric.parse(plotMetric), String.join(", ", new java.util.LinkedHashSet<>(what)));
+        } catch (IOException | RuntimeException e) {
+            err.println("panamax-perf: could not draw " + plot + " from " + plotFrom + ": " + describe(e));
+            return EXIT_FAILED;
+        }
+        out.println("# plot: " + plot);
+        out.flush();
+        return 0;
     }
 
     private int finish(List<Row> rows, Communicator comm, TreeSet<String> links) {

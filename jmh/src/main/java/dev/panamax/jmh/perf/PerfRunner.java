@@ -2,6 +2,9 @@ package dev.panamax.jmh.perf;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Topology;
+import dev.panamax.collectives.plan.CostModel;
+import dev.panamax.collectives.plan.Planner;
+import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import org.HdrHistogram.Histogram;
@@ -54,13 +57,18 @@ public final class PerfRunner {
         // Every schedule of the run is built before any message moves: an algorithm that cannot run
         // some size fails here, on every rank alike, instead of in the middle of the sweep.
         Map<String, List<String>> described = new LinkedHashMap<>();
+        Map<String, List<Double>> predicted = new LinkedHashMap<>();
         for (String alg : config.algorithms()) {
             comm.setAlgorithm(api, alg);
             List<String> d = new ArrayList<>();
+            List<Double> pr = new ArrayList<>();
             for (long requested : config.sizes()) {
-                d.add(comm.schedule(api, c.count(requested, ts, ranks), config.type(), config.root()).algorithm());
+                long count = c.count(requested, ts, ranks);
+                d.add(comm.schedule(api, count, config.type(), config.root()).algorithm());
+                pr.add(predictUs(alg, new Problem(api, 0, ranks, count, ts, c.rooted() ? config.root() : 0, comm.topology())));
             }
             described.put(alg, d);
+            predicted.put(alg, pr);
         }
         long[] max = config.maxBufferBytes(ranks);
         // The statistics and wrong-element counts travel over a communicator of their own with a fixed
@@ -82,7 +90,7 @@ public final class PerfRunner {
                 List<String> d = described.get(alg);
                 for (int i = 0; i < config.sizes().size(); i++) {
                     Row row = measure(b, check, c.count(config.sizes().get(i), ts, ranks), config.warmup(), config.iters())
-                            .withAlgorithm(alg, d.get(i));
+                            .withAlgorithm(alg, d.get(i)).withPrediction(predicted.get(alg).get(i));
                     rows.add(row);
                     if (sink != null) {
                         sink.accept(row);
@@ -93,6 +101,16 @@ public final class PerfRunner {
             return rows;
         } finally {
             stats.close();
+        }
+    }
+
+    /** The cost model's time for {@code alg} (the planner's for auto) in microseconds; null without a model. */
+    static Double predictUs(String alg, Problem p) {
+        try {
+            double s = alg.equals("auto") ? Planner.choose(p).predictedSeconds() : CostModel.predict(alg, p).seconds();
+            return Double.isFinite(s) ? s * 1e6 : null;
+        } catch (IllegalArgumentException e) {
+            return null;
         }
     }
 

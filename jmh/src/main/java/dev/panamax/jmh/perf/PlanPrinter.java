@@ -78,7 +78,7 @@ final class PlanPrinter {
 
     /** The planner's account of {@code p} (to become {@code Planner.explain(p)}, the candidates table). */
     static String explain(Problem p) {
-        return describe(Planner.choose(p));
+        return Planner.explain(p);
     }
 
     /** One line for a candidate: algorithm, topology, predicted time and the formula behind it. */

@@ -22,9 +22,12 @@ import java.util.Locale;
  * @param algorithm the algorithm asked for ({@code -a}: {@code ring}, ..., or {@code auto})
  * @param schedule  the algorithm the schedule actually ran, with its details ({@code Schedule.algorithm()}:
  *                  {@code blueconnect(2x2: ring,ring)}; for {@code auto} the planner's choice at this size)
+ * @param predictedUs the cost model's prediction for this algorithm, size and topology in
+ *                  microseconds ({@code CostModel.predict}), or null where there is no model
  */
 public record Row(long size, long count, String type, String redop, int root, double timeUs, double algBw, double busBw,
-                  long wrong, double minUs, double p50Us, double p99Us, double maxUs, String algorithm, String schedule) {
+                  long wrong, double minUs, double p50Us, double p99Us, double maxUs, String algorithm, String schedule,
+                  Double predictedUs) {
 
     /** Builds a row from the measured time, computing the bandwidths. */
     public static Row of(Collective c, long count, int typeSize, String type, String redop, int root, int ranks,
@@ -32,12 +35,19 @@ public record Row(long size, long count, String type, String redop, int root, do
         long size = c.sizeBytes(count, typeSize, ranks);
         double algBw = algBw(size, timeUs);
         return new Row(size, count, type, redop, root, timeUs, algBw, algBw * c.busBwFactor(ranks), wrong, minUs, p50Us, p99Us, maxUs,
-                "", "");
+                "", "", null);
     }
 
     /** This row labelled with the algorithm asked for and the one its schedule ran. */
     public Row withAlgorithm(String algorithm, String schedule) {
-        return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs, algorithm, schedule);
+        return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs, algorithm, schedule,
+                predictedUs);
+    }
+
+    /** This row with the cost model's prediction. */
+    public Row withPrediction(Double predictedUs) {
+        return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs, algorithm, schedule,
+                predictedUs);
     }
 
     /**
