@@ -80,8 +80,21 @@ public final class Topology {
 
     /** One level of {@code size} ranks with default bandwidth and latency. */
     public static Topology flat(int size) {
-        return new Topology(List.of(new Level(size, DEFAULT_BYTES_PER_SECOND, DEFAULT_LATENCY_SECONDS)), null);
+        return flat(size, DEFAULT_BYTES_PER_SECOND, DEFAULT_LATENCY_SECONDS);
     }
+
+    /** One level of {@code size} ranks with the given bandwidth and latency. */
+    public static Topology flat(int size, double bytesPerSecond, double latencySeconds) {
+        return new Topology(List.of(new Level(size, bytesPerSecond, latencySeconds)), null);
+    }
+
+    /**
+     * What a level over shared memory is assumed to give until measured ({@code panamax-perf
+     * --calibrate}): 10 GB/s and 1 us per hand-off.
+     */
+    public static final Level SHARED_MEMORY = new Level(1, 10e9, 1e-6);
+    /** What a level over TCP is assumed to give until measured: 1 GB/s and 20 us per message. */
+    public static final Level TCP = new Level(1, 1e9, 20e-6);
 
     /** Levels of the given fan-outs (innermost first), default bandwidths and latencies, identity placement. */
     public static Topology of(int... fanouts) {

@@ -50,7 +50,9 @@ public final class LocalGroup {
                 }
             }
             int rank = r;
-            out.add(new CommunicatorImpl(r, size, links, timeoutNanos, new HostAllocator(), size, null, () -> g.markClosed(rank)));
+            out.add(new CommunicatorImpl(r, size, links, timeoutNanos, new HostAllocator(), size,
+                    dev.panamax.collectives.Topology.flat(size, dev.panamax.collectives.Topology.SHARED_MEMORY.bytesPerSecond(),
+                            dev.panamax.collectives.Topology.SHARED_MEMORY.latencySeconds()), () -> g.markClosed(rank)));
         }
         return List.copyOf(out);
     }

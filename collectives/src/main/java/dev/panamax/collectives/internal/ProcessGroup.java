@@ -111,7 +111,7 @@ public final class ProcessGroup {
             SharedMemory.Region ownInbox = inbox;
             Store.Server ownServer = server;
             Store.Client ownStore = store;
-            return new CommunicatorImpl(rank, size, links, timeoutNanos, shmAllocator, localRanks(hosts, host), detectTopology(hosts), () -> {
+            return new CommunicatorImpl(rank, size, links, timeoutNanos, shmAllocator, localRanks(hosts, host), detectTopology(hosts, kind), () -> {
                 if (ownInbox != null) {
                     ownInbox.close();
                 }
@@ -201,18 +201,25 @@ public final class ProcessGroup {
     /**
      * The hierarchy seen from the host identities: when there are several hosts and each runs the
      * same number k > 1 of ranks, two levels (k ranks per host, then the hosts) with the ranks of
-     * each host grouped in rank order; otherwise one flat level. Every rank computes the same.
+     * each host grouped in rank order; otherwise one flat level. Levels within a host get the
+     * shared-memory defaults (TCP's when TCP is forced), levels across hosts TCP's, until a
+     * topology with measured values is set. Every rank computes the same.
      */
-    static Topology detectTopology(String[] hosts) {
+    static Topology detectTopology(String[] hosts, TransportKind kind) {
         int n = hosts.length;
+        Topology.Level near = kind == TransportKind.TCP ? Topology.TCP : Topology.SHARED_MEMORY;
+        Topology.Level far = Topology.TCP;
         java.util.Map<String, java.util.List<Integer>> byHost = new java.util.LinkedHashMap<>();
         for (int r = 0; r < n; r++) {
             byHost.computeIfAbsent(hosts[r], h -> new java.util.ArrayList<>()).add(r);
         }
         int k = byHost.values().iterator().next().size();
         boolean uniform = byHost.values().stream().allMatch(l -> l.size() == k);
-        if (byHost.size() < 2 || k < 2 || !uniform) {
-            return Topology.flat(n);
+        if (byHost.size() == 1) {
+            return Topology.flat(n, near.bytesPerSecond(), near.latencySeconds());
+        }
+        if (k < 2 || !uniform) {
+            return Topology.flat(n, far.bytesPerSecond(), far.latencySeconds());
         }
         int[] placement = new int[n];
         int pos = 0;
@@ -221,8 +228,8 @@ public final class ProcessGroup {
                 placement[pos++] = r;
             }
         }
-        Topology.Level inner = new Topology.Level(k, Topology.DEFAULT_BYTES_PER_SECOND, Topology.DEFAULT_LATENCY_SECONDS);
-        Topology.Level outer = new Topology.Level(byHost.size(), Topology.DEFAULT_BYTES_PER_SECOND, Topology.DEFAULT_LATENCY_SECONDS);
+        Topology.Level inner = new Topology.Level(k, near.bytesPerSecond(), near.latencySeconds());
+        Topology.Level outer = new Topology.Level(byHost.size(), far.bytesPerSecond(), far.latencySeconds());
         return new Topology(java.util.List.of(inner, outer), placement);
     }
 

@@ -296,6 +296,72 @@ public final class CostModel {
             return zero(p.size() == 1 ? "one rank: local copy" : "empty vector");
         }
         Net net = new Net(p.topology());
+        Prediction wire = network(algorithm, p, net);
+        double reduced = reducedBytes(algorithm, p);
+        if (reduced == 0) {
+            return wire;
+        }
+        double compute = reduced / reduceBytesPerSecond();
+        return new Prediction(wire.seconds() + compute, wire.formula() + " + R " + bytes(reduced) + "/" + bw(reduceBytesPerSecond()),
+                wire.bytesPerRank());
+    }
+
+    /**
+     * Bytes the reduction kernels produce, per second, on one core: the compute term {@code R} of
+     * the predictions (the papers' models leave arithmetic out; on shared memory it is of the same
+     * order as the transfers and decides, for instance, between a butterfly that folds the whole
+     * vector at every rank and a ring that folds 1/n of it). 10 GB/s unless the system property
+     * {@code panamax.model.reduceBytesPerSecond} says otherwise.
+     */
+    public static double reduceBytesPerSecond() {
+        String v = System.getProperty("panamax.model.reduceBytesPerSecond");
+        if (v != null) {
+            try {
+                double d = Double.parseDouble(v.trim());
+                if (d > 0) {
+                    return d;
+                }
+            } catch (NumberFormatException ignored) {
+                // fall through to the default
+            }
+        }
+        return DEFAULT_REDUCE_BYTES_PER_SECOND;
+    }
+
+    /** The default of {@link #reduceBytesPerSecond()}. */
+    public static final double DEFAULT_REDUCE_BYTES_PER_SECOND = 10e9;
+
+    /**
+     * The bytes that the busiest of ranks 0 and n-1 folds (recv-reduce and local reduce steps of
+     * their schedules): the compute part of the critical path.
+     */
+    static double reducedBytes(String algorithm, Problem p) {
+        Collective c = p.collective();
+        if (c != Collective.ALL_REDUCE && c != Collective.REDUCE_SCATTER && c != Collective.REDUCE) {
+            return 0;
+        }
+        if (!Algorithms.names().contains(algorithm)) {
+            return 0;
+        }
+        Algorithm a = Algorithms.get(algorithm);
+        long most = 0;
+        for (int r : new int[] {0, p.size() - 1, p.root()}) {
+            long e = 0;
+            for (dev.panamax.collectives.schedule.Stage st : a.build(p.atRank(r)).stages()) {
+                for (dev.panamax.collectives.schedule.Step s : st.steps()) {
+                    if (s instanceof dev.panamax.collectives.schedule.Step.Recv rv && rv.with() != null) {
+                        e += rv.dst().count();
+                    } else if (s instanceof dev.panamax.collectives.schedule.Step.Reduce rd) {
+                        e += rd.dst().count();
+                    }
+                }
+            }
+            most = Math.max(most, e);
+        }
+        return (double) most * p.elementBytes();
+    }
+
+    private static Prediction network(String algorithm, Problem p, Net net) {
         return switch (algorithm) {
             case "ring" -> ring(p, net);
             case "rhd" -> rhd(p, net);
@@ -451,7 +517,11 @@ public final class CostModel {
             }
             inner = upTo;
         }
-        return new Prediction(net.alpha(g) + sum, "alpha + (n-1)*N/w: " + secs(net.alpha(g)) + f, (n - 1) * m);
+        // One stage, but n-1 messages each way: the per-message overhead (posting, polling, the
+        // peer being scheduled) is paid n-1 times, which is what makes recursive doubling better
+        // than the direct exchange on busy CPUs from 4 ranks on.
+        return new Prediction((n - 1) * net.alpha(g) + sum, "(n-1)*alpha + (n-1)*N/w: " + (n - 1) + "*" + secs(net.alpha(g)) + f,
+                (n - 1) * m);
     }
 
     /**

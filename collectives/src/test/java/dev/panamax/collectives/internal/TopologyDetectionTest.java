@@ -1,5 +1,6 @@
 package dev.panamax.collectives.internal;
 
+import dev.panamax.collectives.CommunicatorBuilder.TransportKind;
 import dev.panamax.collectives.Topology;
 import org.junit.jupiter.api.Test;
 
@@ -11,7 +12,7 @@ class TopologyDetectionTest {
 
     @Test
     void ranksOfAHostFormTheInnermostLevel() {
-        Topology t = ProcessGroup.detectTopology(new String[] {"a", "b", "a", "b", "a", "b"});
+        Topology t = ProcessGroup.detectTopology(new String[] {"a", "b", "a", "b", "a", "b"}, TransportKind.AUTO);
         assertArrayEquals(new int[] {3, 2}, t.fanouts());
         assertArrayEquals(new int[] {0, 2, 4}, t.group(2, 0));
         assertArrayEquals(new int[] {1, 3, 5}, t.group(5, 0));
@@ -19,8 +20,13 @@ class TopologyDetectionTest {
 
     @Test
     void oneHostOrAsymmetricHostsAreFlat() {
-        assertEquals(Topology.flat(3), ProcessGroup.detectTopology(new String[] {"a", "a", "a"}));
-        assertEquals(Topology.flat(3), ProcessGroup.detectTopology(new String[] {"a", "a", "b"}));
-        assertEquals(Topology.flat(2), ProcessGroup.detectTopology(new String[] {"a", "b"}));
+        assertArrayEquals(new int[] {3}, ProcessGroup.detectTopology(new String[] {"a", "a", "a"}, TransportKind.AUTO).fanouts());
+        assertArrayEquals(new int[] {3}, ProcessGroup.detectTopology(new String[] {"a", "a", "b"}, TransportKind.AUTO).fanouts());
+        assertArrayEquals(new int[] {2}, ProcessGroup.detectTopology(new String[] {"a", "b"}, TransportKind.AUTO).fanouts());
+        // one host: shared-memory figures; across hosts: TCP's
+        assertEquals(Topology.SHARED_MEMORY.bytesPerSecond(), ProcessGroup.detectTopology(new String[] {"a", "a"}, TransportKind.AUTO)
+                .level(0).bytesPerSecond());
+        assertEquals(Topology.TCP.bytesPerSecond(), ProcessGroup.detectTopology(new String[] {"a", "a"}, TransportKind.TCP)
+                .level(0).bytesPerSecond());
     }
 }

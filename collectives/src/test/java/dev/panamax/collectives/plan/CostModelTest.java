@@ -14,6 +14,33 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class CostModelTest {
+
+    /** The network formulas are checked with the compute term out of the way; {@link #computeTerm} checks it. */
+    @org.junit.jupiter.api.BeforeAll
+    static void noComputeTerm() {
+        System.setProperty("panamax.model.reduceBytesPerSecond", "1e300");
+    }
+
+    @org.junit.jupiter.api.AfterAll
+    static void defaultComputeTerm() {
+        System.clearProperty("panamax.model.reduceBytesPerSecond");
+    }
+
+    /** R charges the bytes the busiest rank folds: the whole vector per butterfly round, 1/n of it per ring step. */
+    @Test
+    void computeTerm() {
+        Problem p = new Problem(Collective.ALL_REDUCE, 0, 4, 1 << 20, 4, 0, Topology.flat(4));
+        double wireRing = CostModel.predict("ring", p).seconds();
+        double wireButterfly = CostModel.predict("butterfly", p).seconds();
+        System.setProperty("panamax.model.reduceBytesPerSecond", "1e9");
+        try {
+            double bytes = 4.0 * (1 << 20);
+            close(wireRing + 0.75 * bytes / 1e9, CostModel.predict("ring", p).seconds());
+            close(wireButterfly + 2 * bytes / 1e9, CostModel.predict("butterfly", p).seconds());
+        } finally {
+            System.setProperty("panamax.model.reduceBytesPerSecond", "1e300");
+        }
+    }
     private static final double EPS = 1e-12;
 
     private static void close(double expected, double actual) {
@@ -86,7 +113,7 @@ class CostModelTest {
         // rhd on 6: fold to 4, 2 T_c(4), unfold
         close(2 * (a + n / w) + 2 * CostModel.tc(4, n, a, w), CostModel.predict("rhd", p).seconds());
         close(2 * (a + n / w) + 2 * (a + n / w), CostModel.predict("butterfly", p).seconds());
-        close(a + 5 * n / w, CostModel.predict("direct", p).seconds());
+        close(5 * a + 5 * n / w, CostModel.predict("direct", p).seconds());
         close(2 * 3 * (a + n / w), CostModel.predict("reduce-bcast", p).seconds());
         Problem rs = problem(Collective.REDUCE_SCATTER, 1000, 4, "8");
         close(CostModel.tc(8, 8 * 4000, a, w), CostModel.predict("rhd", rs).seconds());
