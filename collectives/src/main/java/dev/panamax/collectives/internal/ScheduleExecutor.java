@@ -42,7 +42,7 @@ final class ScheduleExecutor {
             buffers[Slice.scratch(k)] = scratch.get(k, schedule.scratchCount(k) * e);
         }
         List<Stage> stages = schedule.stages();
-        waiter.begin(schedule.problem().collective().label() + "(" + schedule.algorithm() + ")", stages.size());
+        waiter.begin(schedule.problem().collective().label(), schedule.algorithm(), stages.size());
         try {
             for (int i = 0; i < stages.size(); i++) {
                 Stage st = stages.get(i);

@@ -19,6 +19,8 @@ final class Waiter {
     private volatile String abortReason;
 
     private String collective = "?";
+    /** Appended in parentheses to the collective's name in messages (built only when one is thrown). */
+    private String detail;
     private int step;
     private int steps;
     private String stepLabel;
@@ -31,7 +33,13 @@ final class Waiter {
 
     /** Names the running collective for error messages. */
     void begin(String collective, int steps) {
+        begin(collective, null, steps);
+    }
+
+    /** Names the running collective and its algorithm ({@code allreduce(ring)}) for error messages. */
+    void begin(String collective, String detail, int steps) {
         this.collective = collective;
+        this.detail = detail;
         this.steps = steps;
         this.step = 0;
         this.stepLabel = null;
@@ -105,7 +113,7 @@ final class Waiter {
             }
             String reason = abortReason;
             if (reason != null) {
-                throw new CollectiveException("rank " + rank + ": " + collective + " aborted: " + reason);
+                throw new CollectiveException("rank " + rank + ": " + name() + " aborted: " + reason);
             }
             long now = System.nanoTime();
             if (start == 0) {
@@ -115,12 +123,16 @@ final class Waiter {
                 lastCheck = now;
                 checkPeers(rs, count);
                 if (now - start > timeoutNanos) {
-                    throw new CollectiveTimeoutException("rank " + rank + ": " + collective + " step " + (step + 1) + "/" + steps
+                    throw new CollectiveTimeoutException("rank " + rank + ": " + name() + " step " + (step + 1) + "/" + steps
                             + (stepLabel != null ? " (" + stepLabel + ")" : "") + " timed out after " + String.format("%.1f", timeoutNanos / 1e9) + " s waiting for: " + pending(rs, count));
                 }
             }
             backoff.idle();
         }
+    }
+
+    private String name() {
+        return detail == null ? collective : collective + "(" + detail + ")";
     }
 
     private static void checkPeers(Request[] rs, int count) {
