@@ -107,6 +107,30 @@ public interface Communicator extends AutoCloseable {
      */
     void setAlgorithm(Collective collective, String algorithm);
 
+    /**
+     * Turns cross-rank call validation on or off: before each collective the ranks exchange a
+     * descriptor of their call (collective, type, operation, count, root, algorithm) and throw
+     * {@link MismatchedCallException} on every rank when they differ. Off by default
+     * ({@code PANAMAX_VALIDATE=1} turns it on for a job); costs one small all-gather per call. Call
+     * it with the same value on every rank, between collectives.
+     */
+    void setCallValidation(boolean on);
+
+    /** Whether call validation is on. */
+    boolean callValidation();
+
+    /**
+     * Deterministic mode: {@code auto} chooses by the call and the rank count only (the planner on
+     * a flat topology with default figures), never by a detected or measured topology, so that a
+     * job gets bitwise identical results run to run. Every algorithm already reduces each element
+     * in an order fixed by its schedule (docs/algorithms.md); only the choice needs pinning.
+     * {@code PANAMAX_DETERMINISTIC=1} turns it on for a job. Same value on every rank.
+     */
+    void setDeterministic(boolean on);
+
+    /** Whether deterministic mode is on. */
+    boolean deterministic();
+
     /** The algorithm selected for {@code collective} ({@code auto} unless set). */
     String algorithm(Collective collective);
 

@@ -36,6 +36,8 @@ public final class CommunicatorBuilder {
     private long timeoutNanos = DEFAULT_TIMEOUT_NANOS;
     private String bindAddress;
     private Topology topology;
+    private boolean validate = flag("panamax.validate", "PANAMAX_VALIDATE");
+    private boolean deterministic = flag("panamax.deterministic", "PANAMAX_DETERMINISTIC");
     private final java.util.Map<Collective, String> algorithms = new java.util.EnumMap<>(Collective.class);
 
     CommunicatorBuilder() {
@@ -120,6 +122,23 @@ public final class CommunicatorBuilder {
         return this;
     }
 
+    /** Cross-rank call validation (default off, or {@code PANAMAX_VALIDATE=1}); see {@link Communicator#setCallValidation}. */
+    public CommunicatorBuilder validateCalls(boolean on) {
+        this.validate = on;
+        return this;
+    }
+
+    /** Deterministic mode (default off, or {@code PANAMAX_DETERMINISTIC=1}); see {@link Communicator#setDeterministic}. */
+    public CommunicatorBuilder deterministic(boolean on) {
+        this.deterministic = on;
+        return this;
+    }
+
+    private static boolean flag(String property, String env) {
+        String v = System.getProperty(property, System.getenv(env));
+        return v != null && (v.trim().equals("1") || v.trim().equalsIgnoreCase("true") || v.trim().equalsIgnoreCase("yes"));
+    }
+
     /** Runs the rendezvous and connects every peer; blocks until all ranks have joined or the timeout passes. */
     public Communicator connect() {
         if (config == null) {
@@ -131,6 +150,8 @@ public final class CommunicatorBuilder {
                 c.setTopology(topology);
             }
             algorithms.forEach(c::setAlgorithm);
+            c.setCallValidation(validate);
+            c.setDeterministic(deterministic);
         } catch (RuntimeException e) {
             c.close();
             throw e;

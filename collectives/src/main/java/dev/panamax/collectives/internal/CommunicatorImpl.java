@@ -56,6 +56,8 @@ public final class CommunicatorImpl implements Communicator {
         }
     };
     private volatile Topology topology;
+    private volatile CallValidator validator;
+    private boolean deterministic;
     private ExecutorService worker;
     private CompletableFuture<Void> lastAsync = CompletableFuture.completedFuture(null);
     private volatile boolean closed;
@@ -125,48 +127,48 @@ public final class CommunicatorImpl implements Communicator {
     public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
         checkAllReduce(send, recv, count, type, op);
         Schedule s = plan(Collective.ALL_REDUCE, count, type, 0);
-        run(() -> executor.run(s, send, recv, type, op));
+        run(() -> runSchedule(s, send, recv, type, op));
     }
 
     @Override
     public void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
         checkReduceScatter(send, recv, recvCount, type, op);
         Schedule s = plan(Collective.REDUCE_SCATTER, recvCount, type, 0);
-        run(() -> executor.run(s, send, recv, type, op));
+        run(() -> runSchedule(s, send, recv, type, op));
     }
 
     @Override
     public void allGather(MemorySegment send, MemorySegment recv, long sendCount, DataType type) {
         checkAllGather(send, recv, sendCount, type);
         Schedule s = plan(Collective.ALL_GATHER, sendCount, type, 0);
-        run(() -> executor.run(s, send, recv, type, null));
+        run(() -> runSchedule(s, send, recv, type, null));
     }
 
     @Override
     public void broadcast(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
         checkBroadcast(send, recv, count, type, root);
         Schedule s = plan(Collective.BROADCAST, count, type, root);
-        run(() -> executor.run(s, send, recv, type, null));
+        run(() -> runSchedule(s, send, recv, type, null));
     }
 
     @Override
     public void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
         checkReduce(send, recv, count, type, op, root);
         Schedule s = plan(Collective.REDUCE, count, type, root);
-        run(() -> executor.run(s, send, recv, type, op));
+        run(() -> runSchedule(s, send, recv, type, op));
     }
 
     @Override
     public void allToAll(MemorySegment send, MemorySegment recv, long count, DataType type) {
         checkAllToAll(send, recv, count, type);
         Schedule s = plan(Collective.ALL_TO_ALL, count, type, 0);
-        run(() -> executor.run(s, send, recv, type, null));
+        run(() -> runSchedule(s, send, recv, type, null));
     }
 
     @Override
     public void barrier() {
         Schedule s = plan(Collective.BARRIER, 0, DataType.UINT8, 0);
-        run(() -> executor.run(s, MemorySegment.NULL, MemorySegment.NULL, DataType.UINT8, null));
+        run(() -> runSchedule(s, MemorySegment.NULL, MemorySegment.NULL, DataType.UINT8, null));
     }
 
     @Override
@@ -235,7 +237,51 @@ public final class CommunicatorImpl implements Communicator {
     private CompletableFuture<Void> async(Schedule s, MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
         MemorySegment sd = send == null ? null : Segments.unscoped(send);
         MemorySegment rv = recv == null ? null : Segments.unscoped(recv);
-        return async(() -> executor.run(s, sd, rv, type, op));
+        return async(() -> runSchedule(s, sd, rv, type, op));
+    }
+
+    /** Runs a user collective's schedule, after the cross-rank check of the call when validation is on. */
+    private void runSchedule(Schedule s, MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
+        CallValidator v = validator;
+        if (v != null) {
+            v.check(s, type, op);
+        }
+        executor.run(s, send, recv, type, op);
+    }
+
+    // ---- validation and determinism -------------------------------------------------------
+
+    @Override
+    public void setCallValidation(boolean on) {
+        family.lock.lock();
+        try {
+            if (on && validator == null) {
+                validator = new CallValidator(rank, size, executor, allocator);
+            } else if (!on && validator != null) {
+                validator.close();
+                validator = null;
+            }
+        } finally {
+            family.lock.unlock();
+        }
+    }
+
+    @Override
+    public boolean callValidation() {
+        return validator != null;
+    }
+
+    @Override
+    public void setDeterministic(boolean on) {
+        synchronized (plans) {
+            deterministic = on;
+            plans.clear();
+        }
+    }
+
+    @Override
+    public boolean deterministic() {
+        return deterministic;
     }
 
     // ---- algorithms, topology, schedules --------------------------------------------------
@@ -307,7 +353,10 @@ public final class CommunicatorImpl implements Communicator {
             String name = algorithms.get(collective);
             Algorithm a;
             if (name.equals(Algorithms.AUTO)) {
-                Candidate c = Planner.choose(p);
+                // Deterministic: the choice may depend on the call and the rank count only, not on a
+                // detected or calibrated topology.
+                Candidate c = Planner.choose(deterministic ? new Problem(collective, rank, size, count, type.byteSize(), root,
+                        Topology.flat(size)) : p);
                 a = Algorithms.get(c.algorithm());
                 p = new Problem(collective, rank, size, count, type.byteSize(), root, c.topology());
             } else {
@@ -539,6 +588,9 @@ public final class CommunicatorImpl implements Communicator {
         }
         family.lock.lock();
         try {
+            if (validator != null) {
+                validator.close();
+            }
             if (parent == null) {
                 closeLinks();
             } else {
@@ -564,6 +616,8 @@ public final class CommunicatorImpl implements Communicator {
     private void execute(Runnable collective) {
         try {
             collective.run();
+        } catch (dev.panamax.collectives.MismatchedCallException e) {
+            throw e; // only descriptors moved, completely: the links are in step
         } catch (RuntimeException | Error e) {
             if (family.failure == null) {
                 family.failure = e;
