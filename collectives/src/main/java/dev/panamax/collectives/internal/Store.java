@@ -360,8 +360,6 @@ final class Store {
      * unauthenticated, and a WARNING says so once per JVM).
      */
     static final class Auth {
-        static final String SECRET_ENV = "PANAMAX_SECRET";
-        static final String SECRET_PROPERTY = "panamax.secret";
         /** Secrets shorter than this are accepted with a warning. */
         static final int MIN_SECRET_CHARS = 16;
         static final int MAGIC = 0x504D5841; // "PMXA"
@@ -381,15 +379,6 @@ final class Store {
 
         private Auth(byte[] key) {
             this.key = new SecretKeySpec(key, "HmacSHA256");
-        }
-
-        /** The secret from property {@code panamax.secret}, else {@code PANAMAX_SECRET}; null when neither is set. */
-        static String configuredSecret() {
-            String s = System.getProperty(SECRET_PROPERTY);
-            if (s == null || s.isEmpty()) {
-                s = System.getenv(SECRET_ENV);
-            }
-            return s == null || s.isEmpty() ? null : s;
         }
 
         /** The key for {@code secret}; null or empty means none (logged once as a WARNING). */
