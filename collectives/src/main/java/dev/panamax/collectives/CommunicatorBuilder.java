@@ -35,6 +35,7 @@ public final class CommunicatorBuilder {
     private TransportKind transport = TransportKind.AUTO;
     private long timeoutNanos = DEFAULT_TIMEOUT_NANOS;
     private String bindAddress;
+    private String secret;
     private Topology topology;
     private boolean validate = flag("panamax.validate", "PANAMAX_VALIDATE");
     private boolean deterministic = flag("panamax.deterministic", "PANAMAX_DETERMINISTIC");
@@ -52,6 +53,10 @@ public final class CommunicatorBuilder {
         String top = System.getProperty("panamax.topology", System.getenv("PANAMAX_TOPOLOGY"));
         if (top != null && !top.isBlank()) {
             topology = Topology.parse(top);
+        }
+        String sec = System.getProperty("panamax.secret", System.getenv("PANAMAX_SECRET"));
+        if (sec != null && !sec.isEmpty()) {
+            secret = sec;
         }
         String alg = System.getProperty("panamax.algorithm", System.getenv("PANAMAX_ALGORITHM"));
         if (alg != null && !alg.isBlank()) {
@@ -108,6 +113,19 @@ public final class CommunicatorBuilder {
     }
 
     /**
+     * The job's secret (default: property {@code panamax.secret}, else {@code PANAMAX_SECRET}).
+     * Every rank must be given the same string; it keys the HMAC-SHA256 challenge-response that
+     * each store connection and each rank-to-rank TCP connection starts with, so a process without
+     * it cannot join or pose as a rank. Use at least 16 characters, for example 32 hex digits from
+     * {@code /dev/urandom} ({@code scripts/panamax-run} generates one). With no secret anywhere the
+     * job runs unauthenticated and a WARNING says so once.
+     */
+    public CommunicatorBuilder secret(String secret) {
+        this.secret = Objects.requireNonNull(secret, "secret");
+        return this;
+    }
+
+    /**
      * The network hierarchy for hierarchical algorithms and the planner (default: detected from
      * the hosts, or {@code PANAMAX_TOPOLOGY}, e.g. {@code 2x2:bw=5G,100M}).
      */
@@ -144,7 +162,7 @@ public final class CommunicatorBuilder {
         if (config == null) {
             config = LaunchConfig.fromEnvironment();
         }
-        Communicator c = dev.panamax.collectives.internal.ProcessGroup.connect(config, transport, timeoutNanos, bindAddress);
+        Communicator c = dev.panamax.collectives.internal.ProcessGroup.connect(config, transport, timeoutNanos, bindAddress, secret);
         try {
             if (topology != null) {
                 c.setTopology(topology);

@@ -17,7 +17,13 @@ import java.util.function.Function;
  * {@code PANAMAX_TIMEOUT_SECONDS} (see {@link CommunicatorBuilder}), and {@code PANAMAX_NODE}
  * (property {@code panamax.node}): when set and not blank, ranks with the same value use shared
  * memory to each other and ranks with different values TCP, instead of grouping by host name and
- * boot id (for emulating several nodes on one machine, see {@code docs/emulation.md}).
+ * boot id (for emulating several nodes on one machine, see {@code docs/emulation.md}); and
+ * {@code PANAMAX_SECRET} (property {@code panamax.secret}), the job's secret that every rank proves
+ * it holds when it connects (see {@link CommunicatorBuilder#secret}).
+ *
+ * <p>Rank 0's rendezvous store listens on {@link #masterAddr} only, as given: set it to the
+ * address of the interface the other ranks reach (the default {@code 127.0.0.1} admits only
+ * local processes); {@code 0.0.0.0} would listen on every interface and is logged as a warning.
  */
 public record LaunchConfig(int rank, int worldSize, int localRank, String masterAddr, int masterPort) {
     /** The rendezvous port when none is configured. */

@@ -8,6 +8,8 @@ import dev.panamax.collectives.CommunicatorBuilder.TransportKind;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.memory.SharedMemory;
 
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -19,12 +21,18 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Connects the communicator of one process: rendezvous through the store, then a link per peer.
  * Peers on this host (same {@linkplain #hostIdentity() host identity}: host name and boot id) get
  * shared memory unless TCP is forced; the others TCP. TCP connections go from the higher rank to
- * the lower, each opened by a hello that names the connecting rank. They listen on the bind address
+ * the lower, each opened by the {@link Store.Auth} handshake in which the connecting rank names
+ * itself and both prove they hold the job's secret; the accepting rank runs each handshake on its
+ * own thread under a read timeout, so a stranger that connects and stays silent delays nobody, and
+ * drops (and logs) any connection that fails it. They listen on the bind address
  * when one is given, else on the local address of this process's connection to the store (the
  * address it uses to reach the master).
  *
@@ -41,17 +49,24 @@ public final class ProcessGroup {
     private ProcessGroup() {
     }
 
-    public static Communicator connect(LaunchConfig config, TransportKind kind, long timeoutNanos, String bindAddress) {
+    private static final String PEER_CONTEXT = "panamax-peer-v1 to rank ";
+
+    /**
+     * Connects this process's communicator. {@code secret} is the job's secret (null or empty:
+     * none, the job is unauthenticated); every rank must be given the same.
+     */
+    public static Communicator connect(LaunchConfig config, TransportKind kind, long timeoutNanos, String bindAddress, String secret) {
         int rank = config.rank();
         int size = config.worldSize();
+        Store.Auth auth = Store.Auth.of(secret);
         Store.Server server = null;
         Store.Client store = null;
         List<AutoCloseable> opened = new ArrayList<>();
         try {
             if (rank == 0) {
-                server = new Store.Server(config.masterAddr(), config.masterPort());
+                server = new Store.Server(config.masterAddr(), config.masterPort(), auth);
             }
-            store = Store.Client.connect(config.masterAddr(), config.masterPort(), timeoutNanos, rank);
+            store = Store.Client.connect(config.masterAddr(), config.masterPort(), timeoutNanos, rank, auth);
             long pid = ProcessHandle.current().pid();
             String host = hostIdentity();
 
@@ -102,7 +117,7 @@ public final class ProcessGroup {
                     }
                 }
             }
-            connectTcp(rank, size, useShm, endpoints, listener, links, opened, timeoutNanos);
+            connectTcp(rank, size, useShm, endpoints, listener, links, opened, timeoutNanos, auth);
             listener.close();
 
             // Nobody may leave before every peer has mapped its inbox and connected.
@@ -129,10 +144,13 @@ public final class ProcessGroup {
         }
     }
 
+    private record Accepted(int peer, SocketChannel channel) {
+    }
+
     private static void connectTcp(int rank, int size, boolean[] useShm, String[] endpoints, ServerSocketChannel listener,
-                                   Link[] links, List<AutoCloseable> opened, long timeoutNanos) throws IOException {
+                                   Link[] links, List<AutoCloseable> opened, long timeoutNanos, Store.Auth auth) throws IOException {
         long deadline = System.nanoTime() + timeoutNanos;
-        // Connect to every lower TCP peer.
+        // Connect to every lower TCP peer, proving who we are and checking that it is the peer.
         for (int p = 0; p < rank; p++) {
             if (useShm[p]) {
                 continue;
@@ -142,53 +160,85 @@ public final class ProcessGroup {
             opened.add(ch);
             tune(ch);
             ch.connect(new InetSocketAddress(hp[0], Integer.parseInt(hp[1])));
-            ByteBuffer hello = ByteBuffer.allocate(4).putInt(0, rank);
-            while (hello.hasRemaining()) {
-                ch.write(hello);
+            // The peer answers once it is done connecting to the ranks below it: wait up to the deadline.
+            ch.socket().setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000)));
+            try {
+                auth.connect(new DataInputStream(ch.socket().getInputStream()), new DataOutputStream(ch.socket().getOutputStream()),
+                        PEER_CONTEXT + p, rank);
+            } catch (Store.Auth.Rejected e) {
+                throw new CollectiveException("rank " + rank + ": rank " + p + " at " + endpoints[p]
+                        + " rejected this rank's TCP connection: wrong PANAMAX_SECRET?", e);
+            } catch (Store.Auth.Unproven e) {
+                throw new CollectiveException("rank " + rank + ": the endpoint of rank " + p + " at " + endpoints[p]
+                        + " could not prove it holds the job's secret: " + e.getMessage(), e);
+            } catch (java.net.SocketTimeoutException e) {
+                throw new CollectiveTimeoutException("rank " + rank + ": rank " + p + " at " + endpoints[p] + " did not answer the TCP handshake");
             }
+            ch.socket().setSoTimeout(0);
             links[p] = new TcpLink(rank, p, ch);
             opened.add(links[p]);
         }
-        // Accept every higher TCP peer.
+        // Accept every higher TCP peer; each handshake runs on its own thread under a read timeout.
         int expected = 0;
         for (int p = rank + 1; p < size; p++) {
             if (!useShm[p]) {
                 expected++;
             }
         }
+        BlockingQueue<Accepted> proven = new LinkedBlockingQueue<>();
         listener.configureBlocking(false);
         while (expected > 0) {
             SocketChannel ch = listener.accept();
-            if (ch == null) {
+            if (ch != null) {
+                opened.add(ch);
+                Thread.ofPlatform().daemon().name("panamax-handshake-" + rank).start(() -> handshake(rank, size, useShm, ch, auth, proven));
+                continue;
+            }
+            Accepted a;
+            try {
+                a = proven.poll(1, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new CollectiveException("interrupted while connecting");
+            }
+            if (a == null) {
                 if (System.nanoTime() - deadline > 0) {
                     throw new CollectiveTimeoutException("rank " + rank + ": timed out waiting for TCP connections from higher ranks");
                 }
-                try {
-                    Thread.sleep(1);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new CollectiveException("interrupted while connecting");
-                }
                 continue;
             }
-            opened.add(ch);
+            if (links[a.peer()] != null) {
+                a.channel().close(); // a second proven connection for the same rank: keep the first
+                continue;
+            }
+            links[a.peer()] = new TcpLink(rank, a.peer(), a.channel());
+            opened.add(links[a.peer()]);
+            expected--;
+        }
+    }
+
+    /** The accepting side of one TCP connection: queues it when it proves to be a higher TCP peer, else logs and closes it. */
+    private static void handshake(int rank, int size, boolean[] useShm, SocketChannel ch, Store.Auth auth, BlockingQueue<Accepted> proven) {
+        Object remote = "?";
+        try {
+            remote = ch.getRemoteAddress();
             ch.configureBlocking(true);
             tune(ch);
-            ByteBuffer hello = ByteBuffer.allocate(4);
-            ch.socket().setSoTimeout(10_000);
-            while (hello.hasRemaining()) {
-                if (ch.read(hello) < 0) {
-                    throw new IOException("a connection closed before saying which rank it is");
-                }
+            ch.socket().setSoTimeout(Store.Auth.HANDSHAKE_TIMEOUT_MILLIS);
+            int p = auth.accept(new DataInputStream(ch.socket().getInputStream()), new DataOutputStream(ch.socket().getOutputStream()),
+                    PEER_CONTEXT + rank, claim -> claim > rank && claim < size && !useShm[claim]);
+            ch.socket().setSoTimeout(0);
+            proven.add(new Accepted(p, ch));
+        } catch (IOException | RuntimeException e) {
+            if (ch.isOpen()) {
+                Store.Auth.LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": rejected a TCP connection from " + remote + ": "
+                        + (e instanceof IOException io ? Store.Auth.reason(io) : e.toString()));
             }
-            int p = hello.getInt(0);
-            if (p <= rank || p >= size || useShm[p] || links[p] != null) {
+            try {
                 ch.close();
-                continue; // not one of ours, or a duplicate: drop it
+            } catch (IOException ignored) {
+                // dropping it
             }
-            links[p] = new TcpLink(rank, p, ch);
-            opened.add(links[p]);
-            expected--;
         }
     }
 

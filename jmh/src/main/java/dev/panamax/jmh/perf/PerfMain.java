@@ -425,9 +425,16 @@ public final class PerfMain implements Callable<Integer> {
         return finish(results.get(0), comms.get(0), new TreeSet<>(List.of(ranks > 1 ? "local" : "self")));
     }
 
+    /** The secret of the job this process launched itself (null: whatever the environment says). */
+    private String jobSecret;
+
     /** One rank of a job launched by someone else (or by {@link #launch}). */
     private int runRank(LaunchConfig lc) {
-        try (Communicator comm = Panamax.builder().config(lc).transport(transportKind).timeout(timeout()).connect()) {
+        var builder = Panamax.builder().config(lc).transport(transportKind).timeout(timeout());
+        if (jobSecret != null) {
+            builder.secret(jobSecret);
+        }
+        try (Communicator comm = builder.connect()) {
             if (calibrate) {
                 new Calibration(comm, config, comm.rank() == 0 ? out : null).run(transport);
                 return 0;
@@ -459,7 +466,8 @@ public final class PerfMain implements Callable<Integer> {
         List<String> cmd = RankProcesses.javaCommand(PerfMain.class.getName(), null);
         cmd.addAll(Arrays.asList(args));
         cmd.add("--launched");
-        Map<String, String> env = Map.of("PANAMAX_TIMEOUT_SECONDS", fmt(timeoutSeconds));
+        jobSecret = RankProcesses.jobSecret();
+        Map<String, String> env = Map.of("PANAMAX_TIMEOUT_SECONDS", fmt(timeoutSeconds), "PANAMAX_SECRET", jobSecret);
         RankProcesses children = RankProcesses.start(ranks, addr, port, cmd, env, err, (rank, status) -> {
             err.println("panamax-perf: rank " + rank + " exited with status " + status + "; stopping the job");
             err.flush();

@@ -86,6 +86,21 @@ public final class RankProcesses implements AutoCloseable {
         return group;
     }
 
+    /**
+     * The secret for a job this process launches: {@code PANAMAX_SECRET} (or property
+     * {@code panamax.secret}) when set, else 32 random hex digits. Pass it to the children in
+     * their environment and to this process's own rank.
+     */
+    public static String jobSecret() {
+        String s = System.getProperty("panamax.secret", System.getenv("PANAMAX_SECRET"));
+        if (s != null && !s.isEmpty()) {
+            return s;
+        }
+        byte[] b = new byte[16];
+        new java.security.SecureRandom().nextBytes(b);
+        return java.util.HexFormat.of().formatHex(b);
+    }
+
     /** {@code command} behind the words of {@code wrapper} (null or blank: none), {@code {rank}} replaced by {@code rank}. */
     static List<String> wrap(String wrapper, int rank, List<String> command) {
         List<String> cmd = new ArrayList<>();
