@@ -8,10 +8,18 @@ import java.util.StringJoiner;
 /**
  * Drives posted requests to completion on the calling thread, with the communicator's timeout,
  * peer-liveness checks while idle, and an abort flag. Names the collective, the step and the
- * requests still pending when it gives up. One per communicator; used by one thread at a time.
+ * requests still pending when it gives up (in the exception, and in one WARNING line of the
+ * {@code dev.panamax.collectives} System.Logger). One per communicator; used by one thread at a time.
+ *
+ * <p>What it is doing is also readable from other threads through {@link #inFlight()} (the JMX
+ * bean's {@code InFlight}): the running thread writes plain fields, without fences, and the reader
+ * reads them racily, so a snapshot may mix two consecutive stages or miss a just-posted request.
+ * That is enough to name a stuck rank's collective, stage and peers (which do not change while it
+ * is stuck) and costs the collective nothing.
  */
 final class Waiter {
     private static final long LIVENESS_CHECK_NANOS = 50_000_000L;
+    private static final System.Logger LOG = System.getLogger("dev.panamax.collectives");
 
     private final int rank;
     private final long timeoutNanos;
@@ -24,6 +32,13 @@ final class Waiter {
     private int step;
     private int steps;
     private String stepLabel;
+    /** Whether a collective is running (between begin and end). */
+    private boolean active;
+    /** The requests of the wait in progress, published once it has had to idle (racy reads only). */
+    private Request[] waiting;
+    private int waitingCount;
+    /** System.nanoTime() when the wait in progress first found a request pending; 0 when none. */
+    private long waitSince;
 
     Waiter(int rank, long timeoutNanos, boolean oversubscribed) {
         this.rank = rank;
@@ -43,6 +58,14 @@ final class Waiter {
         this.steps = steps;
         this.step = 0;
         this.stepLabel = null;
+        this.active = true;
+    }
+
+    /** The collective has ended (or failed). */
+    void end() {
+        this.active = false;
+        this.waitSince = 0;
+        this.waiting = null;
     }
 
     void step(int step) {
@@ -106,6 +129,10 @@ final class Waiter {
                 }
             }
             if (all) {
+                if (start != 0) {
+                    waitSince = 0;
+                    waiting = null;
+                }
                 return;
             }
             if (progressed) {
@@ -119,16 +146,50 @@ final class Waiter {
             if (start == 0) {
                 start = now;
                 lastCheck = now;
+                waiting = rs;
+                waitingCount = count;
+                waitSince = now;
             } else if (now - lastCheck > LIVENESS_CHECK_NANOS) {
                 lastCheck = now;
                 checkPeers(rs, count);
                 if (now - start > timeoutNanos) {
-                    throw new CollectiveTimeoutException("rank " + rank + ": " + name() + " step " + (step + 1) + "/" + steps
-                            + (stepLabel != null ? " (" + stepLabel + ")" : "") + " timed out after " + String.format("%.1f", timeoutNanos / 1e9) + " s waiting for: " + pending(rs, count));
+                    String message = "rank " + rank + ": " + name() + " step " + (step + 1) + "/" + steps
+                            + (stepLabel != null ? " (" + stepLabel + ")" : "") + " timed out after " + String.format("%.1f", timeoutNanos / 1e9) + " s waiting for: " + pending(rs, count);
+                    LOG.log(System.Logger.Level.WARNING, message);
+                    throw new CollectiveTimeoutException(message);
                 }
             }
             backoff.idle();
         }
+    }
+
+    /**
+     * What is running now, for monitoring: "allreduce(ring) step 1/3 (reduce-scatter step 1/1),
+     * waiting 2.5 s for: receive of 4096 bytes from rank 1 over shm (0 received)"; empty when idle.
+     * Reads the running thread's fields racily (see the class comment).
+     */
+    String inFlight() {
+        if (!active) {
+            return "";
+        }
+        String label = stepLabel;
+        StringBuilder b = new StringBuilder(name()).append(" step ").append(step + 1).append('/').append(steps);
+        if (label != null) {
+            b.append(" (").append(label).append(')');
+        }
+        long since = waitSince;
+        Request[] rs = waiting;
+        int count = Math.min(waitingCount, rs == null ? 0 : rs.length);
+        if (since != 0 && rs != null) {
+            String pending;
+            try {
+                pending = pending(rs, count);
+            } catch (RuntimeException e) {
+                pending = "?"; // the requests changed under us
+            }
+            b.append(String.format(java.util.Locale.ROOT, ", waiting %.1f s for: ", (System.nanoTime() - since) / 1e9)).append(pending);
+        }
+        return b.toString();
     }
 
     private String name() {
