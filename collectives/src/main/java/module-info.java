@@ -3,6 +3,9 @@ module dev.panamax.collectives {
     requires transitive dev.panamax.memory;
     requires dev.panamax.verbs;
     requires dev.panamax.cuda;
+    // JFR events (dev.panamax.Collective, dev.panamax.Step) and the per-communicator JMX bean.
+    requires jdk.jfr;
+    requires java.management;
     exports dev.panamax.collectives;
     exports dev.panamax.collectives.schedule;
     exports dev.panamax.collectives.algorithms;

@@ -61,6 +61,9 @@ public final class CommunicatorImpl implements Communicator {
     private ExecutorService worker;
     private CompletableFuture<Void> lastAsync = CompletableFuture.completedFuture(null);
     private volatile boolean closed;
+    /** Unique in this JVM: names the JMX bean and tags the JFR events. */
+    private final long id;
+    private final CommunicatorMBean mbean;
 
     /** What a communicator shares with those split from it: the lock over the links and the first failure. */
     private static final class Family {
@@ -93,11 +96,13 @@ public final class CommunicatorImpl implements Communicator {
         this.onClose = onClose;
         this.waiter = new Waiter(rank, timeoutNanos, localRanks > Runtime.getRuntime().availableProcessors());
         this.scratch = new Scratch(allocator);
-        this.executor = new ScheduleExecutor(links, waiter, scratch);
+        this.id = CommunicatorMBean.nextId();
+        this.executor = new ScheduleExecutor(links, waiter, scratch, id);
         this.topology = checkTopology(topology == null ? Topology.flat(size) : topology);
         for (Collective c : Collective.values()) {
             algorithms.put(c, Algorithms.AUTO);
         }
+        this.mbean = CommunicatorMBean.register(this, waiter, id, () -> closed);
     }
 
     @Override
@@ -175,20 +180,14 @@ public final class CommunicatorImpl implements Communicator {
     public void send(MemorySegment buffer, long count, DataType type, int peer) {
         checkPointToPoint(buffer, count, type, peer, false);
         MemorySegment data = count == 0 ? MemorySegment.NULL : buffer.asSlice(0, count * type.byteSize());
-        run(() -> {
-            waiter.begin("send to rank " + peer, 1);
-            waiter.await(links[peer].send(data));
-        });
+        run(() -> executor.pointToPoint(true, rank, size, peer, data, count, type));
     }
 
     @Override
     public void recv(MemorySegment buffer, long count, DataType type, int peer) {
         checkPointToPoint(buffer, count, type, peer, true);
         MemorySegment data = count == 0 ? MemorySegment.NULL : buffer.asSlice(0, count * type.byteSize());
-        run(() -> {
-            waiter.begin("recv from rank " + peer, 1);
-            waiter.await(links[peer].recv(data, null, type, null));
-        });
+        run(() -> executor.pointToPoint(false, rank, size, peer, data, count, type));
     }
 
     // ---- asynchronous collectives: same checks, then the caller's buffers are handed to the worker
@@ -603,6 +602,9 @@ public final class CommunicatorImpl implements Communicator {
                 synchronized (parent.children) {
                     parent.children.remove(this);
                 }
+            }
+            if (mbean != null) {
+                mbean.unregister();
             }
             onClose.run();
         }

@@ -1,5 +1,6 @@
 package dev.panamax.collectives.internal;
 
+import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.collectives.schedule.Slice;
 import dev.panamax.collectives.schedule.Stage;
@@ -16,21 +17,101 @@ import java.util.List;
  * Runs a {@link Schedule} over a communicator's links: per stage, the local steps in order, then
  * every transfer posted at once and awaited together. The same executor serves every algorithm and
  * every transport; it allocates nothing per stage beyond the segment views the links need.
+ *
+ * <p>It emits the JFR events {@link CollectiveEvent} (per call) and {@link StepEvent} (per stage)
+ * when a recording has enabled them; otherwise the cost is one enabled check per call and per
+ * stage, on a shared probe instance, and nothing is allocated.
  */
 final class ScheduleExecutor {
+    /** Never committed: asks whether a recording wants the event (the check reads JFR's static settings, so it is thread-safe). */
+    private static final CollectiveEvent COLLECTIVE_PROBE = new CollectiveEvent();
+    private static final StepEvent STEP_PROBE = new StepEvent();
+
     private final Link[] links;
     private final Waiter waiter;
     private final Scratch scratch;
+    private final long id;
     private MemorySegment[] buffers = new MemorySegment[2];
     private Request[] requests = new Request[8];
 
-    ScheduleExecutor(Link[] links, Waiter waiter, Scratch scratch) {
+    /** @param id the communicator's id, carried by the events */
+    ScheduleExecutor(Link[] links, Waiter waiter, Scratch scratch, long id) {
         this.links = links;
         this.waiter = waiter;
         this.scratch = scratch;
+        this.id = id;
     }
 
     void run(Schedule schedule, MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
+        CollectiveEvent event = null;
+        if (COLLECTIVE_PROBE.isEnabled()) {
+            event = new CollectiveEvent();
+            event.begin();
+        }
+        Throwable failure = null;
+        try {
+            run0(schedule, send, recv, type, op);
+        } catch (RuntimeException | Error t) {
+            failure = t;
+            throw t;
+        } finally {
+            waiter.end();
+            if (event != null) {
+                Problem p = schedule.problem();
+                commit(event, p.rank(), p.size(), p.collective().label(), schedule.algorithm(), p.count(), type, -1, failure);
+            }
+        }
+    }
+
+    /** A point-to-point send (or receive) of {@code data} ({@code count} elements of {@code type}) to (from) {@code peer}. */
+    void pointToPoint(boolean isSend, int rank, int size, int peer, MemorySegment data, long count, DataType type) {
+        CollectiveEvent event = null;
+        if (COLLECTIVE_PROBE.isEnabled()) {
+            event = new CollectiveEvent();
+            event.begin();
+        }
+        Throwable failure = null;
+        try {
+            if (isSend) {
+                waiter.begin("send to rank " + peer, 1);
+                waiter.await(links[peer].send(data));
+            } else {
+                waiter.begin("recv from rank " + peer, 1);
+                waiter.await(links[peer].recv(data, null, type, null));
+            }
+        } catch (RuntimeException | Error t) {
+            failure = t;
+            throw t;
+        } finally {
+            waiter.end();
+            if (event != null) {
+                commit(event, rank, size, isSend ? "send" : "recv", "p2p", count, type, peer, failure);
+            }
+        }
+    }
+
+    private void commit(CollectiveEvent event, int rank, int size, String collective, String algorithm, long count, DataType type,
+                        int peer, Throwable failure) {
+        event.end();
+        if (event.shouldCommit()) {
+            event.rank = rank;
+            event.size = size;
+            event.communicator = id;
+            event.collective = collective;
+            event.algorithm = algorithm;
+            event.count = count;
+            event.bytes = count * type.byteSize();
+            event.type = type.canonicalName();
+            event.peer = peer;
+            if (failure != null) {
+                event.failed = true;
+                event.error = failure.getMessage() == null ? failure.toString() : failure.getMessage();
+            }
+            event.commit();
+        }
+    }
+
+    private void run0(Schedule schedule, MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
         int e = type.byteSize();
         int nb = 2 + schedule.scratchBuffers();
         if (buffers.length < nb) {
@@ -47,6 +128,11 @@ final class ScheduleExecutor {
             for (int i = 0; i < stages.size(); i++) {
                 Stage st = stages.get(i);
                 waiter.step(i, st.label());
+                StepEvent event = null;
+                if (STEP_PROBE.isEnabled()) {
+                    event = new StepEvent();
+                    event.begin();
+                }
                 List<Step> steps = st.steps();
                 int posted = 0;
                 for (int j = 0; j < steps.size(); j++) {
@@ -76,10 +162,49 @@ final class ScheduleExecutor {
                     waiter.awaitAll(requests, posted);
                     Arrays.fill(requests, 0, posted, null);
                 }
+                if (event != null) {
+                    commit(event, schedule, i, st, e);
+                }
             }
         } finally {
             Arrays.fill(buffers, null);
         }
+    }
+
+    /** Commits a finished stage's event (a failed stage has none: the collective's event carries the failure). */
+    private void commit(StepEvent event, Schedule schedule, int index, Stage st, int e) {
+        event.end();
+        if (!event.shouldCommit()) {
+            return;
+        }
+        long sent = 0;
+        long received = 0;
+        java.util.TreeSet<Integer> peers = new java.util.TreeSet<>();
+        for (Step s : st.steps()) {
+            if (s instanceof Step.Send snd) {
+                sent += snd.src().count() * e;
+                peers.add(snd.peer());
+            } else if (s instanceof Step.Recv rcv) {
+                received += rcv.dst().count() * e;
+                peers.add(rcv.peer());
+            }
+        }
+        StringBuilder b = new StringBuilder();
+        for (int p : peers) {
+            b.append(b.isEmpty() ? "" : ",").append(p);
+        }
+        Problem p = schedule.problem();
+        event.rank = p.rank();
+        event.communicator = id;
+        event.collective = p.collective().label();
+        event.algorithm = schedule.algorithm();
+        event.stage = index;
+        event.stages = schedule.stages().size();
+        event.label = st.label();
+        event.peers = b.toString();
+        event.bytesSent = sent;
+        event.bytesReceived = received;
+        event.commit();
     }
 
     private void reduce(Step.Reduce r, DataType type, ReduceOp op, int e) {
