@@ -157,6 +157,16 @@ public final class PerfMain implements Callable<Integer> {
     @Option(names = "--json", paramLabel = "FILE", description = "also write the results and the environment as JSON to FILE")
     Path json;
 
+    @Option(names = "--jfr", paramLabel = "FILE",
+            description = "record a JFR file per rank (FILE.rankR.jfr; with -t local one FILE for all ranks) with the Panamax events "
+                    + "dev.panamax.Collective and dev.panamax.Step, written at the end, also when the run fails")
+    Path jfr;
+
+    @Option(names = "--jfr-steps", paramLabel = "off|all|DURATION", defaultValue = "all",
+            description = "which dev.panamax.Step events --jfr keeps: all, off, or those of stages that took at least DURATION "
+                    + "(500us, 2ms) (default: ${DEFAULT-VALUE})")
+    String jfrSteps;
+
     @Option(names = "--launched", description = "join a job described by the environment (PANAMAX_RANK, ...) as one rank; implied when PANAMAX_RANK is set")
     boolean launched;
 
@@ -164,6 +174,7 @@ public final class PerfMain implements Callable<Integer> {
     CommandSpec spec;
 
     private PerfConfig config;
+    private java.time.Duration jfrStepThreshold;
     private TransportKind transportKind;
     private Plot.Metric metric;
     private final PrintStream out;
@@ -269,6 +280,7 @@ public final class PerfMain implements Callable<Integer> {
         if (printSchedule != null && !printSchedule.equals("first") && !printSchedule.equals("all")) {
             throw new IllegalArgumentException("--print-schedule takes first or all, not '" + printSchedule + "'");
         }
+        jfrStepThreshold = JfrRecording.parseThreshold(jfrSteps);
         metric = Plot.Metric.parse(plotMetric);
         if (plot != null) {
             Plot.checkFile(plot);
@@ -383,6 +395,19 @@ public final class PerfMain implements Callable<Integer> {
 
     /** -t local: every rank a thread of this JVM. */
     private int runLocal() throws InterruptedException {
+        JfrRecording recording = jfr == null ? null : JfrRecording.start(jfr, jfrStepThreshold);
+        try {
+            return runLocal0();
+        } finally {
+            if (recording != null) {
+                recording.close();
+                out.println("# jfr: " + recording.file());
+                out.flush();
+            }
+        }
+    }
+
+    private int runLocal0() throws InterruptedException {
         List<Communicator> comms = Panamax.local(ranks, timeoutNanos());
         if (!calibrate) {
             printHeader(comms.get(0));
@@ -430,6 +455,26 @@ public final class PerfMain implements Callable<Integer> {
 
     /** One rank of a job launched by someone else (or by {@link #launch}). */
     private int runRank(LaunchConfig lc) {
+        JfrRecording recording;
+        try {
+            recording = jfr == null ? null : JfrRecording.start(JfrRecording.rankFile(jfr, lc.rank()), jfrStepThreshold);
+        } catch (IllegalArgumentException e) {
+            err.println("panamax-perf: rank " + lc.rank() + ": " + e.getMessage());
+            return EXIT_FAILED;
+        }
+        try {
+            return runRank0(lc);
+        } finally {
+            if (recording != null) {
+                recording.close();
+                // Ranks other than 0 print on stderr (prefixed with their rank by rank 0), after the table.
+                (lc.rank() == 0 ? out : err).println("# jfr: " + recording.file());
+                (lc.rank() == 0 ? out : err).flush();
+            }
+        }
+    }
+
+    private int runRank0(LaunchConfig lc) {
         var builder = Panamax.builder().config(lc).transport(transportKind).timeout(timeout());
         if (jobSecret != null) {
             builder.secret(jobSecret);
