@@ -72,8 +72,36 @@ final class TcpLink extends Link {
             progressSends();
             progressRecvs();
         } catch (IOException e) {
+            int failed = passedBlame();
+            if (failed >= 0) {
+                throw new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer
+                        + " gave up because of it)", e);
+            }
             throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer + " failed (peer died?): " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * After a failed write: the peer may have passed on a blame before it closed (a reset makes our
+     * writes fail first). Reads the next header when the receive side is between messages; the
+     * blamed rank, or -1.
+     */
+    private int passedBlame() {
+        RecvReq r = recvs.peek();
+        if (r != null && r.headerDone) {
+            return -1;
+        }
+        try {
+            if (recvHeader.hasRemaining()) {
+                channel.read(recvHeader);
+            }
+        } catch (IOException | RuntimeException ignored) {
+            // nothing more to read
+        }
+        if (!recvHeader.hasRemaining() && recvHeader.getLong(0) <= -BLAME_BASE) {
+            return (int) (-recvHeader.getLong(0) - BLAME_BASE);
+        }
+        return -1;
     }
 
     private void progressSends() throws IOException {
