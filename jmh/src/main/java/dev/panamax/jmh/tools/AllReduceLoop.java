@@ -27,7 +27,8 @@ import javax.management.ObjectName;
  * </pre>
  * The timeout comes from {@code PANAMAX_TIMEOUT_SECONDS}. {@code loop} prints "READY" once connected,
  * and on failure "PEER_FAILED rank epoch-ms message" (exit 3) or "FAILED epoch-ms message" (exit 4).
- * {@code soak} prints "SAMPLE phase rss-kib nmt-committed-kib fds memfds shm-entries" at start,
+ * {@code soak} prints "SAMPLE phase rss-kib nmt-committed-kib fds memfds shm-entries rss-anon-kib
+ * rss-shmem-kib" at start,
  * middle and end, then "OK seconds".
  */
 public final class AllReduceLoop {
@@ -108,13 +109,20 @@ public final class AllReduceLoop {
         System.out.printf("OK %.1f s, %d small and %d large collectives%n", (System.nanoTime() - start) / 1e9, done, largeDone);
     }
 
-    /** SAMPLE phase rss-kib nmt-committed-kib fds memfds shm-entries */
+    /** SAMPLE phase rss-kib nmt-committed-kib fds memfds shm-entries rss-anon-kib rss-shmem-kib */
     private static void sample(Communicator c, String phase) throws Exception {
         c.barrier();
         long rss = -1;
+        long anon = -1;
+        long shared = -1;
         for (String l : Files.readAllLines(Path.of("/proc/self/status"))) {
+            long v = l.matches("^[A-Za-z]+:.*") && l.matches(".*[0-9].*") ? Long.parseLong(l.replaceAll("[^0-9]", "")) : -1;
             if (l.startsWith("VmRSS:")) {
-                rss = Long.parseLong(l.replaceAll("[^0-9]", ""));
+                rss = v;
+            } else if (l.startsWith("RssAnon:")) {
+                anon = v;
+            } else if (l.startsWith("RssShmem:")) {
+                shared = v;
             }
         }
         long fds = 0;
@@ -135,7 +143,7 @@ public final class AllReduceLoop {
         try (Stream<Path> s = Files.list(Path.of("/dev/shm"))) {
             shm = s.count();
         }
-        System.out.println("SAMPLE " + phase + " " + rss + " " + nmtCommittedKib() + " " + fds + " " + memfds + " " + shm);
+        System.out.println("SAMPLE " + phase + " " + rss + " " + nmtCommittedKib() + " " + fds + " " + memfds + " " + shm + " " + anon + " " + shared);
         System.out.flush();
         c.barrier();
     }
