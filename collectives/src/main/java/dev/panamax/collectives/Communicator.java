@@ -177,4 +177,24 @@ public interface Communicator extends AutoCloseable {
     /** Releases transports, shared memory and threads. Idempotent. Pending async calls fail. */
     @Override
     void close();
+
+    /**
+     * Abandons the communicator, from any thread, also while another thread is inside a collective
+     * on it. Never blocks, and idempotent:
+     * <ul>
+     * <li>every wait of this rank ends at once: a blocking call in progress throws a
+     *     {@link CollectiveException} saying it was aborted, and pending asynchronous calls complete
+     *     exceptionally;</li>
+     * <li>the transports are closed at once, which the peers see as this rank gone: their waits on
+     *     it fail with a {@link PeerFailedException} naming this rank (within about 50 ms on shared
+     *     memory and in-JVM, at once on TCP), even if some other peer is frozen;</li>
+     * <li>the communicator is unusable from then on (later calls throw {@link IllegalStateException});</li>
+     * <li>its resources are released as by {@link #close()}: at once when no collective is running,
+     *     else by the collective's thread as it leaves. {@code close()} after {@code abort()} is a
+     *     no-op.</li>
+     * </ul>
+     * A communicator and those {@link #split} from it (and theirs) share their transports, so
+     * aborting any of them aborts the whole family: the parent and every sub-communicator.
+     */
+    void abort();
 }

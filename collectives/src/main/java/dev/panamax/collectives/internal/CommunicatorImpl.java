@@ -69,6 +69,10 @@ public final class CommunicatorImpl implements Communicator {
     private static final class Family {
         final ReentrantLock lock = new ReentrantLock();
         volatile Throwable failure;
+        /** Set once by {@link #abort()} on any member. */
+        volatile boolean aborted;
+        /** An abort's release of the family, left to whichever thread next holds {@link #lock}. */
+        volatile boolean releasePending;
     }
 
     private record PlanKey(Collective collective, long count, int elementBytes, int root) {
@@ -94,7 +98,7 @@ public final class CommunicatorImpl implements Communicator {
         this.allocator = allocator;
         this.localRanks = localRanks;
         this.onClose = onClose;
-        this.waiter = new Waiter(rank, timeoutNanos, localRanks > Runtime.getRuntime().availableProcessors());
+        this.waiter = new Waiter(rank, timeoutNanos, localRanks > Runtime.getRuntime().availableProcessors(), links);
         this.scratch = new Scratch(allocator);
         this.id = CommunicatorMBean.nextId();
         this.executor = new ScheduleExecutor(links, waiter, scratch, id);
@@ -583,7 +587,8 @@ public final class CommunicatorImpl implements Communicator {
             w = worker;
         }
         if (w != null) {
-            w.shutdownNow();
+            // Queued calls still run, find the communicator closed and fail their futures.
+            w.shutdown();
         }
         family.lock.lock();
         try {
@@ -611,6 +616,75 @@ public final class CommunicatorImpl implements Communicator {
     }
 
     /**
+     * Never blocks on the collective lock: wakes the waits of this family (the thread inside a
+     * collective fails with "aborted"), closes the shared links at once (their close is safe beside
+     * a thread polling them; peers see this rank gone), and leaves the release of memory, which a
+     * running collective may still be touching, to whichever thread holds the lock next: the
+     * aborting thread itself when it is free, else the collective's thread as it leaves.
+     */
+    @Override
+    public void abort() {
+        synchronized (family) {
+            if (family.aborted) {
+                return;
+            }
+            family.aborted = true;
+        }
+        if (family.failure == null) {
+            family.failure = new CollectiveException("rank " + rank + ": the communicator was aborted");
+        }
+        CommunicatorImpl root = root();
+        root.abortWaits(this);
+        root.closeLinks();
+        family.releasePending = true;
+        releaseIfPending();
+    }
+
+    private CommunicatorImpl root() {
+        CommunicatorImpl c = this;
+        while (c.parent != null) {
+            c = c.parent;
+        }
+        return c;
+    }
+
+    private void abortWaits(CommunicatorImpl origin) {
+        waiter.abort(this == origin ? "abort() was called" : "abort() was called on a communicator sharing its links");
+        ExecutorService w;
+        synchronized (this) {
+            w = worker;
+        }
+        if (w != null) {
+            w.shutdown();
+        }
+        List<CommunicatorImpl> kids;
+        synchronized (children) {
+            kids = new ArrayList<>(children);
+        }
+        for (CommunicatorImpl c : kids) {
+            c.abortWaits(origin);
+        }
+    }
+
+    /**
+     * Completes an abort's release (closing the whole family like {@link #close()}) when this
+     * thread can take the lock; a thread that holds it calls this after unlocking, so whichever
+     * comes last does it.
+     */
+    private void releaseIfPending() {
+        while (family.releasePending && family.lock.tryLock()) {
+            try {
+                if (family.releasePending) {
+                    family.releasePending = false;
+                    root().close();
+                }
+            } finally {
+                family.lock.unlock();
+            }
+        }
+    }
+
+    /**
      * Runs a collective; when it fails, the communicator is broken (messages may be half sent), so
      * the links are closed at once: peers still waiting on this rank fail too instead of timing out.
      * The links are shared with the communicators split from the same parent, which break too.
@@ -624,17 +698,26 @@ public final class CommunicatorImpl implements Communicator {
             if (family.failure == null) {
                 family.failure = e;
             }
-            closeLinks();
+            closeLinks(e instanceof dev.panamax.collectives.PeerFailedException pf ? pf.peer() : -1);
             throw e;
         }
     }
 
     /** Closes every link (idempotent), which also tells the peers this rank is gone. */
     private void closeLinks() {
+        closeLinks(-1);
+    }
+
+    /** Closes every link; {@code failedRank >= 0}: this rank gave up because that rank failed, which the peers learn. */
+    private void closeLinks(int failedRank) {
         for (Link l : links) {
             if (l != null) {
                 try {
-                    l.close();
+                    if (failedRank >= 0) {
+                        l.closeBlaming(failedRank);
+                    } else {
+                        l.close();
+                    }
                 } catch (RuntimeException ignored) {
                     // best effort: the peer may be gone already
                 }
@@ -682,10 +765,14 @@ public final class CommunicatorImpl implements Communicator {
             execute(collective);
         } finally {
             family.lock.unlock();
+            releaseIfPending();
         }
     }
 
     private void ensureOpen() {
+        if (family.aborted) {
+            throw new IllegalStateException("rank " + rank + ": the communicator was aborted");
+        }
         if (closed) {
             throw new IllegalStateException("rank " + rank + ": the communicator is closed");
         }

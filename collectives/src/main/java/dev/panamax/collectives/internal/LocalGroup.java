@@ -22,6 +22,7 @@ public final class LocalGroup {
     private final int size;
     private final ConcurrentLinkedQueue<Message>[][] boxes;
     private final String[] closed;
+    private final int[] blamed;
 
     @SuppressWarnings("unchecked")
     private LocalGroup(int size) {
@@ -33,6 +34,8 @@ public final class LocalGroup {
             }
         }
         this.closed = new String[size];
+        this.blamed = new int[size];
+        java.util.Arrays.fill(blamed, -1);
     }
 
     /** {@code size} connected communicators, one per rank. */
@@ -58,9 +61,19 @@ public final class LocalGroup {
     }
 
     private synchronized void markClosed(int rank) {
+        markClosed(rank, -1);
+    }
+
+    private synchronized void markClosed(int rank, int failed) {
         if (closed[rank] == null) {
             closed[rank] = "rank " + rank + " closed its communicator";
+            blamed[rank] = failed;
         }
+    }
+
+    /** The rank that {@code rank} blamed when it gave up, or -1. */
+    private synchronized int blamed(int rank) {
+        return blamed[rank];
     }
 
     private synchronized String closedReason(int rank) {
@@ -115,7 +128,7 @@ public final class LocalGroup {
         }
 
         @Override
-        public void progress() {
+        protected void doProgress() {
             Request.Receive r;
             Message m;
             while ((r = recvs.peek()) != null && (m = in.poll()) != null) {
@@ -139,16 +152,25 @@ public final class LocalGroup {
         }
 
         @Override
-        public void checkPeer() {
+        protected void doCheckPeer() {
             String reason = group.closedReason(peer);
+            int failed = reason == null ? -1 : group.blamed(peer);
+            if (failed >= 0) {
+                throw new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer + " gave up because of it)", null);
+            }
             if (reason != null) {
                 throw new PeerFailedException(peer, "rank " + self + ": peer rank " + peer + " is gone: " + reason, null);
             }
         }
 
         @Override
-        public void close() {
-            group.markClosed(self);
+        protected void signalClose() {
+            group.markClosed(self, blame());
+        }
+
+        @Override
+        protected void release() {
+            // nothing of its own: messages reference the senders' segments
         }
 
         private static final class SendReq extends Request.Send {

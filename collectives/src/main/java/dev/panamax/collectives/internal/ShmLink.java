@@ -41,6 +41,8 @@ final class ShmLink extends Link {
     private static final long TAIL = 64;
     private static final long SENDER_CLOSED = 128;
     private static final long RECEIVER_CLOSED = 192;
+    /** Closed flag values: 1 closed; {@code CLOSED_BLAMING + r} closed because rank r failed. */
+    private static final int CLOSED_BLAMING = 2;
     private static final long DESCRIPTORS = 256;
     private static final long DESCRIPTOR_BYTES = 64;
     private static final long DATA = 4096;
@@ -80,7 +82,6 @@ final class ShmLink extends Link {
     private long head;       // sequence number of the next slot we publish on out
     private long peerTail;   // last seen consumer position of out
     private long tail;       // next slot we consume on in
-    private boolean closed;
 
     ShmLink(int self, int peer, long peerPid, MemorySegment ownInbox, SharedMemory.Region peerInbox, ShmAllocator allocator) {
         super(peer);
@@ -116,7 +117,7 @@ final class ShmLink extends Link {
     }
 
     @Override
-    public void progress() {
+    protected void doProgress() {
         progressSends();
         progressRecvs();
         SendReq c;
@@ -212,8 +213,17 @@ final class ShmLink extends Link {
     }
 
     @Override
-    public void checkPeer() {
-        if (in.get(ValueLayout.JAVA_INT, SENDER_CLOSED) != 0 || out.get(ValueLayout.JAVA_INT, RECEIVER_CLOSED) != 0) {
+    protected void doCheckPeer() {
+        int closed = in.get(ValueLayout.JAVA_INT, SENDER_CLOSED);
+        if (closed == 0) {
+            closed = out.get(ValueLayout.JAVA_INT, RECEIVER_CLOSED);
+        }
+        if (closed >= CLOSED_BLAMING) {
+            int failed = closed - CLOSED_BLAMING;
+            throw new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer + " (pid " + peerPid
+                    + ") gave up because of it)", null);
+        }
+        if (closed != 0) {
             throw new PeerFailedException(peer, "rank " + self + ": peer rank " + peer + " (pid " + peerPid + ") closed its communicator", null);
         }
         if (!isAlive(peerPid)) {
@@ -235,18 +245,20 @@ final class ShmLink extends Link {
         }
     }
 
+    /** Sets the closed flags the peer's liveness check reads; plain stores into memory that stays mapped until release. */
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    protected void signalClose() {
         try {
-            out.set(ValueLayout.JAVA_INT, SENDER_CLOSED, 1);
-            in.set(ValueLayout.JAVA_INT, RECEIVER_CLOSED, 1);
+            int closed = blame() >= 0 ? CLOSED_BLAMING + blame() : 1;
+            out.set(ValueLayout.JAVA_INT, SENDER_CLOSED, closed);
+            in.set(ValueLayout.JAVA_INT, RECEIVER_CLOSED, closed);
         } catch (IllegalStateException ignored) {
-            // already unmapped
+            // our inbox is unmapped already (the process group closed first)
         }
+    }
+
+    @Override
+    protected void release() {
         peerRegions.closeAll();
         peerInbox.close();
     }

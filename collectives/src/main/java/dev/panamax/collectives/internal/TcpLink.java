@@ -24,6 +24,8 @@ final class TcpLink extends Link {
     private static final int STAGING_BYTES = 256 * 1024;
     /** ByteBuffer views are int-indexed: large segments are moved in windows. */
     private static final long WINDOW_BYTES = 1L << 30;
+    /** A header of {@code -(BLAME_BASE + r)} instead of a length: the sender gave up because rank r failed. */
+    private static final long BLAME_BASE = 2;
 
     private final int self;
     private final SocketChannel channel;
@@ -35,7 +37,6 @@ final class TcpLink extends Link {
     private final ByteBuffer[] pair = new ByteBuffer[2];
     private final ArrayDeque<SendReq> sends = new ArrayDeque<>();
     private final ArrayDeque<RecvReq> recvs = new ArrayDeque<>();
-    private boolean closed;
 
     TcpLink(int self, int peer, SocketChannel channel) throws IOException {
         super(peer);
@@ -66,13 +67,41 @@ final class TcpLink extends Link {
     }
 
     @Override
-    public void progress() {
+    protected void doProgress() {
         try {
             progressSends();
             progressRecvs();
         } catch (IOException e) {
+            int failed = passedBlame();
+            if (failed >= 0) {
+                throw new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer
+                        + " gave up because of it)", e);
+            }
             throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer + " failed (peer died?): " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * After a failed write: the peer may have passed on a blame before it closed (a reset makes our
+     * writes fail first). Reads the next header when the receive side is between messages; the
+     * blamed rank, or -1.
+     */
+    private int passedBlame() {
+        RecvReq r = recvs.peek();
+        if (r != null && r.headerDone) {
+            return -1;
+        }
+        try {
+            if (recvHeader.hasRemaining()) {
+                channel.read(recvHeader);
+            }
+        } catch (IOException | RuntimeException ignored) {
+            // nothing more to read
+        }
+        if (!recvHeader.hasRemaining() && recvHeader.getLong(0) <= -BLAME_BASE) {
+            return (int) (-recvHeader.getLong(0) - BLAME_BASE);
+        }
+        return -1;
     }
 
     private void progressSends() throws IOException {
@@ -134,6 +163,11 @@ final class TcpLink extends Link {
                 long bytes = recvHeader.getLong(0);
                 recvHeader.clear();
                 r.headerDone = true;
+                if (bytes <= -BLAME_BASE) {
+                    int failed = (int) (-bytes - BLAME_BASE);
+                    throw new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer
+                            + " gave up because of it)", null);
+                }
                 if (bytes != r.dst.byteSize()) {
                     throw new CollectiveException("rank " + peer + " sent " + bytes + " bytes but rank " + self + " expected "
                             + r.dst.byteSize() + " (mismatched counts or types across ranks)");
@@ -211,24 +245,66 @@ final class TcpLink extends Link {
     }
 
     @Override
-    public void checkPeer() {
+    protected void doCheckPeer() {
         if (!channel.isOpen()) {
             throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer + " is closed", null);
         }
+        if (recvs.isEmpty() && recvHeader.hasRemaining()) {
+            // Nothing posted: read ahead into the next header, which shows a closed connection (and
+            // a passed-on blame) now; the next receive goes on from the bytes read here.
+            int got;
+            try {
+                got = channel.read(recvHeader);
+            } catch (IOException e) {
+                throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer + " failed (peer died?): " + e.getMessage(), e);
+            }
+            if (got < 0) {
+                throw eof();
+            }
+            if (!recvHeader.hasRemaining() && recvHeader.getLong(0) <= -BLAME_BASE) {
+                int failed = (int) (-recvHeader.getLong(0) - BLAME_BASE);
+                throw new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer
+                        + " gave up because of it)", null);
+            }
+        }
     }
 
+    /** Closes the socket (the peer reads end of stream); NIO makes this safe beside a read or write on another thread. */
     @Override
-    public void close() {
-        if (closed) {
-            return;
+    protected void signalClose() {
+        int failed = blame();
+        if (failed >= 0) {
+            passBlame(failed);
         }
-        closed = true;
         try {
             channel.close();
         } catch (IOException ignored) {
             // closing
         }
+    }
+
+    @Override
+    protected void release() {
         arena.close();
+    }
+
+    /**
+     * Best effort: at a message boundary, a header of length {@code -(2 + failed)} tells the peer
+     * that this rank gave up because rank {@code failed} did. Only the thread that holds the
+     * communicator's lock closes with a blame, so no send runs beside this write.
+     */
+    private void passBlame(int failed) {
+        SendReq r = sends.peek();
+        if (r != null && r.headerStarted) {
+            return; // mid-message: the peer will just see the connection close
+        }
+        try {
+            sendHeader.clear();
+            sendHeader.putLong(0, -(BLAME_BASE + failed));
+            channel.write(sendHeader);
+        } catch (IOException | RuntimeException ignored) {
+            // the connection is gone already
+        }
     }
 
     private static final class SendReq extends Request.Send {

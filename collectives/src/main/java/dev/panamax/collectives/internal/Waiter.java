@@ -22,6 +22,7 @@ final class Waiter {
     private static final System.Logger LOG = System.getLogger("dev.panamax.collectives");
 
     private final int rank;
+    private final Link[] links;
     private final long timeoutNanos;
     private final Backoff backoff;
     private volatile String abortReason;
@@ -41,7 +42,13 @@ final class Waiter {
     private long waitSince;
 
     Waiter(int rank, long timeoutNanos, boolean oversubscribed) {
+        this(rank, timeoutNanos, oversubscribed, new Link[0]);
+    }
+
+    /** {@code links}: every link of the communicator, checked while idle besides those of the pending requests. */
+    Waiter(int rank, long timeoutNanos, boolean oversubscribed, Link[] links) {
         this.rank = rank;
+        this.links = links;
         this.timeoutNanos = timeoutNanos;
         this.backoff = new Backoff(oversubscribed);
     }
@@ -118,15 +125,19 @@ final class Waiter {
         while (true) {
             boolean progressed = false;
             boolean all = true;
-            for (int i = 0; i < count; i++) {
-                Request r = rs[i];
-                if (r != null && !r.done) {
-                    if (r.poll()) {
-                        progressed = true;
-                    } else {
-                        all = false;
+            try {
+                for (int i = 0; i < count; i++) {
+                    Request r = rs[i];
+                    if (r != null && !r.done) {
+                        if (r.poll()) {
+                            progressed = true;
+                        } else {
+                            all = false;
+                        }
                     }
                 }
+            } catch (RuntimeException e) {
+                throw abortedOr(e);
             }
             if (all) {
                 if (start != 0) {
@@ -151,7 +162,11 @@ final class Waiter {
                 waitSince = now;
             } else if (now - lastCheck > LIVENESS_CHECK_NANOS) {
                 lastCheck = now;
-                checkPeers(rs, count);
+                try {
+                    checkPeers(rs, count);
+                } catch (RuntimeException e) {
+                    throw abortedOr(e);
+                }
                 if (now - start > timeoutNanos) {
                     String message = "rank " + rank + ": " + name() + " step " + (step + 1) + "/" + steps
                             + (stepLabel != null ? " (" + stepLabel + ")" : "") + " timed out after " + String.format("%.1f", timeoutNanos / 1e9) + " s waiting for: " + pending(rs, count);
@@ -192,15 +207,36 @@ final class Waiter {
         return b.toString();
     }
 
+    /**
+     * An abort closes the links under a waiting thread, whose polls then fail (a closed socket, a
+     * closed link): such a failure is reported as the abort it is.
+     */
+    private RuntimeException abortedOr(RuntimeException e) {
+        String reason = abortReason;
+        if (reason == null) {
+            return e;
+        }
+        return new CollectiveException("rank " + rank + ": " + name() + " aborted: " + reason, e);
+    }
+
     private String name() {
         return detail == null ? collective : collective + "(" + detail + ")";
     }
 
-    private static void checkPeers(Request[] rs, int count) {
+    /**
+     * The peers of the pending requests first (the most telling error), then every other peer: a
+     * collective needs them all, and the rank we wait on may itself be stuck behind a frozen one.
+     */
+    private void checkPeers(Request[] rs, int count) {
         for (int i = 0; i < count; i++) {
             Request r = rs[i];
             if (r != null && !r.done) {
                 r.link().checkPeer();
+            }
+        }
+        for (Link l : links) {
+            if (l != null) {
+                l.checkPeer();
             }
         }
     }
