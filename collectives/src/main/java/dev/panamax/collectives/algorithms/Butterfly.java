@@ -1,6 +1,6 @@
 package dev.panamax.collectives.algorithms;
 
-import dev.panamax.collectives.schedule.Algorithm;
+import dev.panamax.collectives.Collective;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.collectives.schedule.ScheduleBuilder;
@@ -12,15 +12,9 @@ import dev.panamax.collectives.schedule.Slice;
  * partners compute the same bits. Latency-optimal for small vectors (log2 p hand-offs), but each
  * rank moves log2(p) whole vectors. Other rank counts fold first as in {@link Rhd}.
  */
-public final class Butterfly implements Algorithm {
-    @Override
-    public String name() {
-        return "butterfly";
-    }
-
-    @Override
-    public String unsupported(Problem p) {
-        return p.collective() == dev.panamax.collectives.Collective.ALL_REDUCE ? null : "butterfly has only allreduce";
+public final class Butterfly extends OneCollective {
+    public Butterfly() {
+        super("butterfly", Collective.ALL_REDUCE);
     }
 
     @Override

@@ -1,7 +1,6 @@
 package dev.panamax.collectives.algorithms;
 
 import dev.panamax.collectives.Collective;
-import dev.panamax.collectives.schedule.Algorithm;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.collectives.schedule.ScheduleBuilder;
@@ -12,15 +11,9 @@ import dev.panamax.collectives.schedule.Slice;
  * folds the n vectors in rank order, so every rank computes the same bits. One hand-off of
  * latency instead of the ring's 2(n-1), at the price of (n-1) whole vectors per rank.
  */
-public final class Direct implements Algorithm {
-    @Override
-    public String name() {
-        return "direct";
-    }
-
-    @Override
-    public String unsupported(Problem p) {
-        return p.collective() == Collective.ALL_REDUCE ? null : "direct has only allreduce";
+public final class Direct extends OneCollective {
+    public Direct() {
+        super("direct", Collective.ALL_REDUCE);
     }
 
     @Override
@@ -33,8 +26,7 @@ public final class Direct implements Algorithm {
             return b.build();
         }
         if (n == 1) {
-            b.stage("copy").copy(Slice.send(0, c), Slice.recv(0, c));
-            b.stage("finish").finish(Slice.recv(0, c), 1);
+            Patterns.alone(b, c);
             return b.build();
         }
         int inbox = b.scratch(c * n);

@@ -1,7 +1,6 @@
 package dev.panamax.collectives.algorithms;
 
 import dev.panamax.collectives.Collective;
-import dev.panamax.collectives.schedule.Algorithm;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.collectives.schedule.ScheduleBuilder;
@@ -11,15 +10,9 @@ import dev.panamax.collectives.schedule.Slice;
  * Dissemination barrier: ceil(log2 n) stages of empty messages, in stage k to rank r + 2^k and
  * from rank r - 2^k; after the last stage every rank has heard, directly or not, from all.
  */
-public final class Dissemination implements Algorithm {
-    @Override
-    public String name() {
-        return "dissemination";
-    }
-
-    @Override
-    public String unsupported(Problem p) {
-        return p.collective() == Collective.BARRIER ? null : "dissemination is a barrier";
+public final class Dissemination extends OneCollective {
+    public Dissemination() {
+        super("dissemination", Collective.BARRIER);
     }
 
     @Override

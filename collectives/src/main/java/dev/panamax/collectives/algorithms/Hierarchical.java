@@ -78,8 +78,7 @@ abstract class Hierarchical implements Algorithm {
             return b.build();
         }
         if (levels.isEmpty()) {
-            b.stage("copy").copy(Slice.send(0, c), Slice.recv(0, c));
-            b.stage("finish").finish(Slice.recv(0, c), n);
+            Patterns.alone(b, c);
             return b.build();
         }
         int k = levels.size();

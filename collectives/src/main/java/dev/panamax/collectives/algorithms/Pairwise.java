@@ -1,7 +1,6 @@
 package dev.panamax.collectives.algorithms;
 
 import dev.panamax.collectives.Collective;
-import dev.panamax.collectives.schedule.Algorithm;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.collectives.schedule.ScheduleBuilder;
@@ -12,15 +11,9 @@ import dev.panamax.collectives.schedule.Slice;
  * rank r+s and receives block r-s of its receive buffer from rank r-s, so each stage is a
  * permutation and no link carries two messages at once.
  */
-public final class Pairwise implements Algorithm {
-    @Override
-    public String name() {
-        return "pairwise";
-    }
-
-    @Override
-    public String unsupported(Problem p) {
-        return p.collective() == Collective.ALL_TO_ALL ? null : "pairwise has only alltoall";
+public final class Pairwise extends OneCollective {
+    public Pairwise() {
+        super("pairwise", Collective.ALL_TO_ALL);
     }
 
     @Override

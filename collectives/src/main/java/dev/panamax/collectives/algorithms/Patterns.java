@@ -154,6 +154,12 @@ public final class Patterns {
         }
     }
 
+    /** A reduction on a single rank: its own input, copied to the receive buffer and finished. */
+    static void alone(ScheduleBuilder b, long count) {
+        b.stage("copy").copy(Slice.send(0, count), Slice.recv(0, count));
+        b.stage("finish").finish(Slice.recv(0, count), 1);
+    }
+
     static boolean isPowerOfTwo(int p) {
         return p > 0 && Integer.bitCount(p) == 1;
     }

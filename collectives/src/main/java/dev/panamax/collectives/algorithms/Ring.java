@@ -69,8 +69,7 @@ public final class Ring implements Algorithm {
             return;
         }
         if (n == 1) {
-            b.stage("copy").copy(Slice.send(0, c), Slice.recv(0, c));
-            b.stage("finish").finish(Slice.recv(0, c), 1);
+            Patterns.alone(b, c);
             return;
         }
         int right = (r + 1) % n;
@@ -153,8 +152,7 @@ public final class Ring implements Algorithm {
             return;
         }
         if (n == 1) {
-            b.stage("copy").copy(Slice.send(0, c), Slice.recv(0, c));
-            b.stage("finish").finish(Slice.recv(0, c), 1);
+            Patterns.alone(b, c);
             return;
         }
         // Non-roots need not pass a receive buffer: they reduce into scratch.

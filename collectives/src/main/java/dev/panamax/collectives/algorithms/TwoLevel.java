@@ -2,7 +2,6 @@ package dev.panamax.collectives.algorithms;
 
 import dev.panamax.collectives.Collective;
 import dev.panamax.collectives.Topology;
-import dev.panamax.collectives.schedule.Algorithm;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.collectives.schedule.ScheduleBuilder;
@@ -15,15 +14,9 @@ import dev.panamax.collectives.schedule.Slice;
  * result back into its node. Within a node the reduce is a ring reduce-scatter plus a gather at
  * the leader and the broadcast a pipelined chain. Non-leaders idle while the leaders work.
  */
-public final class TwoLevel implements Algorithm {
-    @Override
-    public String name() {
-        return "two-level";
-    }
-
-    @Override
-    public String unsupported(Problem p) {
-        return p.collective() == Collective.ALL_REDUCE ? null : "two-level has only allreduce";
+public final class TwoLevel extends OneCollective {
+    public TwoLevel() {
+        super("two-level", Collective.ALL_REDUCE);
     }
 
     @Override
