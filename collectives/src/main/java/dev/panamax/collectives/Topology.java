@@ -365,17 +365,6 @@ public final class Topology {
         return g;
     }
 
-    /** True when at most one level has a fan-out above 1 (no hierarchy to exploit). */
-    public boolean isFlat() {
-        int nontrivial = 0;
-        for (Level l : levels) {
-            if (l.fanout() > 1) {
-                nontrivial++;
-            }
-        }
-        return nontrivial <= 1;
-    }
-
     private void checkRank(int rank) {
         if (rank < 0 || rank >= size) {
             throw new IllegalArgumentException("rank " + rank + " is not in this topology of " + size + " ranks");

@@ -39,9 +39,14 @@ public final class Patterns {
      * buffer.
      */
     public static void ringReduceScatter(ScheduleBuilder b, String label, int[] group, int me, long lo, long len, int src) {
+        ringReduceScatter(b, label, group, me, lo, len, src, Slice.RECV);
+    }
+
+    /** {@link #ringReduceScatter(ScheduleBuilder, String, int[], int, long, long, int)} with the partial sums and the result in buffer {@code dst}. */
+    public static void ringReduceScatter(ScheduleBuilder b, String label, int[] group, int me, long lo, long len, int src, int dst) {
         int p = group.length;
         if (p == 1) {
-            b.stage(label + " copy").copy(new Slice(src, lo, len), Slice.recv(lo, len));
+            b.stage(label + " copy").copy(new Slice(src, lo, len), new Slice(dst, lo, len));
             return;
         }
         int right = group[(me + 1) % p];
@@ -52,8 +57,8 @@ public final class Patterns {
             long[] so = ringOwned(lo, len, p, sc);
             long[] ro = ringOwned(lo, len, p, rc);
             b.stage(label + " step " + (s + 1) + "/" + (p - 1))
-                    .send(right, new Slice(s == 0 ? src : Slice.RECV, so[0], so[1]))
-                    .recvReduce(left, Slice.recv(ro[0], ro[1]), new Slice(src, ro[0], ro[1]));
+                    .send(right, new Slice(s == 0 ? src : dst, so[0], so[1]))
+                    .recvReduce(left, new Slice(dst, ro[0], ro[1]), new Slice(src, ro[0], ro[1]));
         }
     }
 

@@ -108,15 +108,8 @@ public final class Rhd implements Algorithm {
             return;
         }
         b.stage("own block").copy(Slice.send(0, c), Slice.recv(r * c, c));
-        int rounds = Integer.numberOfTrailingZeros(n);
-        for (int k = 0; k < rounds; k++) {
-            int span = 1 << k;
-            int mine = r & ~(span - 1);
-            int theirs = (r ^ span) & ~(span - 1);
-            b.stage("doubling " + (k + 1) + "/" + rounds)
-                    .send(r ^ span, Slice.recv(mine * c, span * c))
-                    .recv(r ^ span, Slice.recv(theirs * c, span * c));
-        }
+        // Halving n*c elements over a power of two leaves rank r block r: doubling retraces it.
+        Patterns.doublingAllGather(b, "all-gather", Patterns.all(n), r, 0, n * c);
     }
 
     /** The folding of extra ranks around a power-of-two core, shared with the butterfly. */

@@ -96,15 +96,8 @@ public final class Ring implements Algorithm {
             return;
         }
         b.stage("own block").copy(Slice.send(0, c), Slice.recv(r * c, c));
-        int right = (r + 1) % n;
-        int left = (r - 1 + n) % n;
-        for (int s = 0; s < n - 1; s++) {
-            long sb = Math.floorMod(r - s, n);
-            long rb = Math.floorMod(r - s - 1, n);
-            b.stage("all-gather step " + (s + 1) + "/" + (n - 1))
-                    .send(right, Slice.recv(sb * c, c))
-                    .recv(left, Slice.recv(rb * c, c));
-        }
+        // Block q of n*c elements is exactly ring chunk q, which member q owns.
+        Patterns.ringAllGather(b, "all-gather", Patterns.all(n), r, 0, n * c);
     }
 
     /**
@@ -157,23 +150,14 @@ public final class Ring implements Algorithm {
         }
         // Non-roots need not pass a receive buffer: they reduce into scratch.
         int work = r == root ? Slice.RECV : b.scratch(c);
-        int[] g = Patterns.all(n);
-        int right = (r + 1) % n;
-        int left = (r - 1 + n) % n;
-        for (int s = 0; s < n - 1; s++) {
-            long[] so = Patterns.ringOwned(0, c, n, Math.floorMod(r - s - 1, n));
-            long[] ro = Patterns.ringOwned(0, c, n, Math.floorMod(r - s - 2, n));
-            b.stage("reduce-scatter step " + (s + 1) + "/" + (n - 1))
-                    .send(right, new Slice(s == 0 ? Slice.SEND : work, so[0], so[1]))
-                    .recvReduce(left, new Slice(work, ro[0], ro[1]), Slice.send(ro[0], ro[1]));
-        }
+        Patterns.ringReduceScatter(b, "reduce-scatter", Patterns.all(n), r, 0, c, Slice.SEND, work);
         long[] own = Patterns.ringOwned(0, c, n, r);
         b.stage("finish").finish(new Slice(work, own[0], own[1]), n);
         b.stage("gather at " + root);
         if (r != root) {
             b.send(root, new Slice(work, own[0], own[1]));
         } else {
-            for (int q : g) {
+            for (int q = 0; q < n; q++) {
                 if (q != root) {
                     long[] o = Patterns.ringOwned(0, c, n, q);
                     b.recv(q, Slice.recv(o[0], o[1]));

@@ -345,7 +345,7 @@ public final class CostModel {
         }
         Algorithm a = Algorithms.get(algorithm);
         long most = 0;
-        for (int r : new int[] {0, p.size() - 1, p.root()}) {
+        for (int r : java.util.stream.IntStream.of(0, p.size() - 1, p.root()).distinct().toArray()) {
             long e = 0;
             for (dev.panamax.collectives.schedule.Stage st : a.build(p.atRank(r)).stages()) {
                 for (dev.panamax.collectives.schedule.Step s : st.steps()) {

@@ -43,17 +43,6 @@ public record Schedule(Problem problem, String algorithm, long[] scratchCounts, 
         return n;
     }
 
-    /** The number of stages that wait on a peer (the latency term of the cost). */
-    public int transferStages() {
-        int n = 0;
-        for (Stage st : stages) {
-            if (st.transfers() > 0) {
-                n++;
-            }
-        }
-        return n;
-    }
-
     @Override
     public String toString() {
         StringBuilder b = new StringBuilder();

@@ -392,7 +392,7 @@ public final class Simulator {
 
         private void checkResult() {
             long c = problem.count();
-            boolean avg = true; // every reduction is checked as AVG: each finished exactly once
+            // Every reduction is checked as if it were AVG: each element finished exactly once.
             for (int r = 0; r < n; r++) {
                 Buf recv = buffers[r][Slice.RECV];
                 switch (problem.collective()) {
@@ -426,9 +426,6 @@ public final class Simulator {
                         }
                     }
                 }
-            }
-            if (!avg) {
-                throw new AssertionError();
             }
         }
 
