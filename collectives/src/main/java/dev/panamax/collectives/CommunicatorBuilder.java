@@ -20,13 +20,15 @@ public final class CommunicatorBuilder {
         /** Shared memory to every peer (all must share this host). */
         SHM,
         /** TCP to every peer. */
-        TCP;
+        TCP,
+        /** RDMA (libibverbs reliable connections) to every peer; set up over TCP. */
+        VERBS;
 
         public static TransportKind parse(String s) {
             try {
                 return valueOf(s.toUpperCase(Locale.ROOT));
             } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("unknown transport '" + s + "'; known: auto, shm, tcp");
+                throw new IllegalArgumentException("unknown transport '" + s + "'; known: auto, shm, tcp, verbs");
             }
         }
     }

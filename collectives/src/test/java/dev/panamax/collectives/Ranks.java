@@ -19,9 +19,9 @@ final class Ranks {
     /** How long a whole test body may run on one rank (a grid of hundreds of collectives on a loaded machine). */
     static final Duration WALL_LIMIT = Duration.ofMinutes(5);
 
-    /** The transports of the contract suite. */
+    /** The transports of the contract suite (VERBS needs an RDMA device and runs only where asked for, see {@link #selected}). */
     enum Transport {
-        LOCAL, SHM, TCP;
+        LOCAL, SHM, TCP, VERBS;
 
         List<Communicator> open(int n) {
             return open(n, TIMEOUT);
@@ -32,7 +32,11 @@ final class Ranks {
                 return Panamax.local(n, timeout.toNanos());
             }
             int port = freePort();
-            CommunicatorBuilder.TransportKind kind = this == SHM ? CommunicatorBuilder.TransportKind.SHM : CommunicatorBuilder.TransportKind.TCP;
+            CommunicatorBuilder.TransportKind kind = switch (this) {
+                case SHM -> CommunicatorBuilder.TransportKind.SHM;
+                case VERBS -> CommunicatorBuilder.TransportKind.VERBS;
+                default -> CommunicatorBuilder.TransportKind.TCP;
+            };
             List<Communicator> out = onEachRank(n, r -> Panamax.builder()
                     .config(new LaunchConfig(r, n, r, "127.0.0.1", port))
                     .transport(kind)
@@ -42,10 +46,16 @@ final class Ranks {
         }
     }
 
-    /** {@code -Dpanamax.test.transports=LOCAL,SHM} narrows the suites to some transports (all by default). */
+    /**
+     * {@code -Dpanamax.test.transports=LOCAL,SHM} narrows the suites to some transports (by default
+     * all but VERBS, whose suite is {@code VerbsTransportTest}, tagged {@code rdma}).
+     */
     static boolean selected(Transport t) {
         String only = System.getProperty("panamax.test.transports", "");
-        return only.isBlank() || java.util.Arrays.asList(only.toUpperCase(java.util.Locale.ROOT).split(",")).contains(t.name());
+        if (only.isBlank()) {
+            return t != Transport.VERBS;
+        }
+        return java.util.Arrays.asList(only.toUpperCase(java.util.Locale.ROOT).split(",")).contains(t.name());
     }
 
     interface RankBody<T> {

@@ -109,6 +109,15 @@ public final class CommunicatorImpl implements Communicator {
         this.mbean = CommunicatorMBean.register(this, waiter, id, () -> closed);
     }
 
+    /**
+     * Has every call's whole send, receive and scratch buffers handed to {@code registrar} before
+     * its schedule runs (the verbs transport registers them, so the slices its links see are
+     * covered by one registration). Set once, right after construction.
+     */
+    void registerBuffersWith(ScheduleExecutor.BufferRegistrar registrar) {
+        executor.registrar = registrar;
+    }
+
     @Override
     public int rank() {
         return rank;
@@ -427,6 +436,7 @@ public final class CommunicatorImpl implements Communicator {
         SubAllocator subAllocator = new SubAllocator(allocator);
         CommunicatorImpl child = new CommunicatorImpl(this, family, subRank, m, sub, timeoutNanos, subAllocator,
                 Math.min(localRanks, m), Topology.flat(m), subAllocator::close);
+        child.executor.registrar = executor.registrar;
         synchronized (children) {
             children.add(child);
         }

@@ -97,7 +97,7 @@ public final class ProcessGroup {
                 if (kind == TransportKind.SHM && !sameHost) {
                     throw new CollectiveException("transport shm was forced but rank " + p + " runs on another host (" + hosts[p] + ")");
                 }
-                useShm[p] = sameHost && kind != TransportKind.TCP;
+                useShm[p] = sameHost && kind != TransportKind.TCP && kind != TransportKind.VERBS;
                 anyShm |= useShm[p];
             }
 
@@ -117,7 +117,15 @@ public final class ProcessGroup {
                     }
                 }
             }
-            connectTcp(rank, size, useShm, endpoints, listener, links, opened, timeoutNanos, auth);
+            VerbsDomain verbs = null;
+            LinkFactory factory = (peer, ch) -> new TcpLink(rank, peer, ch);
+            if (kind == TransportKind.VERBS) {
+                VerbsDomain domain = VerbsDomain.open();
+                verbs = domain;
+                opened.add(domain::release);
+                factory = (peer, ch) -> VerbsLink.connect(rank, peer, ch, domain, timeoutNanos);
+            }
+            connectTcp(rank, size, useShm, endpoints, listener, links, opened, timeoutNanos, auth, factory);
             listener.close();
 
             // Nobody may leave before every peer has mapped its inbox and connected.
@@ -126,7 +134,11 @@ public final class ProcessGroup {
             SharedMemory.Region ownInbox = inbox;
             Store.Server ownServer = server;
             Store.Client ownStore = store;
-            return new CommunicatorImpl(rank, size, links, timeoutNanos, shmAllocator, localRanks(hosts, host), detectTopology(hosts, kind), () -> {
+            VerbsDomain ownVerbs = verbs;
+            CommunicatorImpl comm = new CommunicatorImpl(rank, size, links, timeoutNanos, shmAllocator, localRanks(hosts, host), detectTopology(hosts, kind), () -> {
+                if (ownVerbs != null) {
+                    ownVerbs.release();
+                }
                 if (ownInbox != null) {
                     ownInbox.close();
                 }
@@ -135,6 +147,10 @@ public final class ProcessGroup {
                     ownServer.close();
                 }
             });
+            if (verbs != null) {
+                comm.registerBuffersWith(verbs::register);
+            }
+            return comm;
         } catch (IOException e) {
             closeAll(opened, store, server);
             throw new CollectiveException("rank " + rank + ": connecting the communicator failed: " + e.getMessage(), e);
@@ -147,8 +163,14 @@ public final class ProcessGroup {
     private record Accepted(int peer, SocketChannel channel) {
     }
 
+    /** Turns an authenticated connection to {@code peer} into its link (TCP itself, or a verbs queue pair set up over it). */
+    private interface LinkFactory {
+        Link create(int peer, SocketChannel channel) throws IOException;
+    }
+
     private static void connectTcp(int rank, int size, boolean[] useShm, String[] endpoints, ServerSocketChannel listener,
-                                   Link[] links, List<AutoCloseable> opened, long timeoutNanos, Store.Auth auth) throws IOException {
+                                   Link[] links, List<AutoCloseable> opened, long timeoutNanos, Store.Auth auth,
+                                   LinkFactory factory) throws IOException {
         long deadline = System.nanoTime() + timeoutNanos;
         // Connect to every lower TCP peer, proving who we are and checking that it is the peer.
         for (int p = 0; p < rank; p++) {
@@ -175,7 +197,7 @@ public final class ProcessGroup {
                 throw new CollectiveTimeoutException("rank " + rank + ": rank " + p + " at " + endpoints[p] + " did not answer the TCP handshake");
             }
             ch.socket().setSoTimeout(0);
-            links[p] = new TcpLink(rank, p, ch);
+            links[p] = factory.create(p, ch);
             opened.add(links[p]);
         }
         // Accept every higher TCP peer; each handshake runs on its own thread under a read timeout.
@@ -211,7 +233,7 @@ public final class ProcessGroup {
                 a.channel().close(); // a second proven connection for the same rank: keep the first
                 continue;
             }
-            links[a.peer()] = new TcpLink(rank, a.peer(), a.channel());
+            links[a.peer()] = factory.create(a.peer(), a.channel());
             opened.add(links[a.peer()]);
             expected--;
         }

@@ -33,6 +33,13 @@ final class ScheduleExecutor {
     private final long id;
     private MemorySegment[] buffers = new MemorySegment[2];
     private Request[] requests = new Request[8];
+    /** Sees each call's whole buffers before its schedule runs; null for transports that need nothing. */
+    BufferRegistrar registrar;
+
+    /** A transport's hook: called with a call's buffers (send, receive, scratch) before its schedule runs. */
+    interface BufferRegistrar {
+        void register(MemorySegment[] buffers, int count);
+    }
 
     /** @param id the communicator's id, carried by the events */
     ScheduleExecutor(Link[] links, Waiter waiter, Scratch scratch, long id) {
@@ -121,6 +128,9 @@ final class ScheduleExecutor {
         buffers[Slice.RECV] = recv;
         for (int k = 0; k < schedule.scratchBuffers(); k++) {
             buffers[Slice.scratch(k)] = scratch.get(k, schedule.scratchCount(k) * e);
+        }
+        if (registrar != null) {
+            registrar.register(buffers, nb);
         }
         List<Stage> stages = schedule.stages();
         waiter.begin(schedule.problem().collective().label(), schedule.algorithm(), stages.size());

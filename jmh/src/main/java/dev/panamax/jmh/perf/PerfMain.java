@@ -72,7 +72,7 @@ public final class PerfMain implements Callable<Integer> {
     int ranks;
 
     @Option(names = {"-t", "--transport"}, paramLabel = "T", defaultValue = "shm",
-            description = "local (threads in this JVM), shm (local processes over shared memory), tcp (local processes over TCP) "
+            description = "local (threads in this JVM), shm (local processes over shared memory), tcp (local processes over TCP), verbs (local processes over RDMA, needs an RDMA device) "
                     + "or auto (shared memory to same-node peers, TCP to the others; see PANAMAX_NODE); default: ${DEFAULT-VALUE}")
     String transport;
 
@@ -216,12 +216,13 @@ public final class PerfMain implements Callable<Integer> {
             throw new IllegalArgumentException("missing COLLECTIVE (allreduce, reducescatter, allgather, broadcast or reduce)");
         }
         Collective c = Collective.parse(collective == null ? "allreduce" : collective);
-        if (!List.of("local", "shm", "tcp", "auto").contains(transport.toLowerCase(Locale.ROOT))) {
-            throw new IllegalArgumentException("unknown transport '" + transport + "'; known: local, shm, tcp, auto");
+        if (!List.of("local", "shm", "tcp", "verbs", "auto").contains(transport.toLowerCase(Locale.ROOT))) {
+            throw new IllegalArgumentException("unknown transport '" + transport + "'; known: local, shm, tcp, verbs, auto");
         }
         transport = transport.toLowerCase(Locale.ROOT);
         transportKind = switch (transport) {
             case "tcp" -> TransportKind.TCP;
+            case "verbs" -> TransportKind.VERBS;
             case "auto" -> TransportKind.AUTO;
             default -> TransportKind.SHM;
         };
