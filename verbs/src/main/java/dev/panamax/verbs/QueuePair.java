@@ -17,9 +17,9 @@ import java.lang.foreign.ValueLayout;
  * A reliable connected queue pair ({@code struct ibv_qp}, {@code IBV_QPT_RC}).
  *
  * <p>Life: created in {@link QpState#RESET} by {@link ProtectionDomain#createReliableQueuePair}; exchange
- * {@link #localEndpoint} with the peer; {@link #connect} moves it through INIT and RTR to RTS. Receives may be
- * posted from INIT on ({@link #initialize} goes there alone, so receives can be posted before the peer can
- * send), sends in RTS only. Posting does not allocate.
+ * {@link #localEndpoint} with the peer; {@link #connect} moves it through INIT and RTR to RTS (or step by step:
+ * {@link #initialize}, {@link #readyToReceive}, {@link #readyToSend}). Receives may be posted from INIT on,
+ * so they can be in place before the peer can send; sends in RTS only. Posting does not allocate.
  *
  * <p>The state this object checks before posting is the last one it set or read: a queue pair the device
  * moved to ERROR (after a failed work request) is seen by {@link #state()}, which asks the device; work
@@ -136,8 +136,8 @@ public final class QueuePair implements AutoCloseable {
     }
 
     /**
-     * Connects to the peer: RESET to INIT (unless {@link #initialize} did), INIT to RTR (ready to receive,
-     * addressed at {@code remote}), RTR to RTS (ready to send).
+     * Connects to the peer: RESET to INIT (unless {@link #initialize} did), then {@link #readyToReceive} and
+     * {@link #readyToSend}.
      *
      * @param local    this side's endpoint, as sent to the peer (its PSN is the send PSN)
      * @param remote   the peer's endpoint
@@ -149,16 +149,29 @@ public final class QueuePair implements AutoCloseable {
      */
     public void connect(QpEndpoint local, QpEndpoint remote, int port, int gidIndex, int mtu) {
         requireOpen();
-        int ibvMtu = Mtu.toIbv(mtu);
+        Mtu.toIbv(mtu); // check before changing anything
         if (local.qpNumber() != qpNumber) {
             throw new IllegalArgumentException("local endpoint is of queue pair " + local.qpNumber() + ", not "
                     + qpNumber);
         }
         if (state == QpState.RESET) {
             initialize(port);
-        } else if (state != QpState.INIT) {
-            throw new IllegalStateException(name + " is in state " + state + "; connect needs RESET or INIT");
-        } else if (this.port != port) {
+        }
+        readyToReceive(remote, port, gidIndex, mtu);
+        readyToSend(local);
+    }
+
+    /**
+     * INIT to RTR: addressed at {@code remote}, the queue pair accepts its packets (parameters as
+     * {@link #connect}).
+     */
+    public void readyToReceive(QpEndpoint remote, int port, int gidIndex, int mtu) {
+        requireOpen();
+        int ibvMtu = Mtu.toIbv(mtu);
+        if (state != QpState.INIT) {
+            throw new IllegalStateException(name + " is in state " + state + "; RTR needs INIT");
+        }
+        if (this.port != port) {
             throw new IllegalArgumentException(name + " was initialized on port " + this.port + ", not " + port);
         }
         try (Arena a = Arena.ofConfined()) {
@@ -187,8 +200,17 @@ public final class QueuePair implements AutoCloseable {
                             | verbs_h.IBV_QP_DEST_QPN() | verbs_h.IBV_QP_RQ_PSN() | verbs_h.IBV_QP_MAX_DEST_RD_ATOMIC()
                             | verbs_h.IBV_QP_MIN_RNR_TIMER(), QpState.RTR,
                     "to " + remote + ", gid index " + gidIndex + ", mtu " + Mtu.bytes(ibvMtu));
+        }
+    }
 
-            attr.fill((byte) 0);
+    /** RTR to RTS: the queue pair sends, starting at {@code local}'s PSN. */
+    public void readyToSend(QpEndpoint local) {
+        requireOpen();
+        if (state != QpState.RTR) {
+            throw new IllegalStateException(name + " is in state " + state + "; RTS needs RTR");
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(ibv_qp_attr.layout());
             ibv_qp_attr.qp_state(attr, QpState.RTS.nativeValue());
             ibv_qp_attr.sq_psn(attr, local.psn());
             ibv_qp_attr.timeout(attr, (byte) TIMEOUT);
