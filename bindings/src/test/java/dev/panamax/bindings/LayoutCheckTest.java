@@ -1,5 +1,6 @@
 package dev.panamax.bindings;
 
+import dev.panamax.bindings.verbs.support.VerbsGid;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -69,6 +70,16 @@ class LayoutCheckTest {
         check("verbs", VERBS, "#include <infiniband/verbs.h>", List.of("-I" + include));
     }
 
+    /** The layouts written by hand in dev.panamax.bindings.verbs.support. */
+    @Test
+    void verbsSupportLayoutsMatchGcc() throws Exception {
+        Path include = Path.of(System.getenv().getOrDefault("VERBS_INCLUDE", "/usr/include"));
+        assumeTrue(Files.isRegularFile(include.resolve("infiniband/verbs.h")),
+                "infiniband/verbs.h not found under " + include + " (install libibverbs-dev)");
+        compare("verbs.support", Map.of("ibv_gid_entry", "struct ibv_gid_entry"),
+                Map.of("ibv_gid_entry", VerbsGid.layout()), "#include <infiniband/verbs.h>", List.of("-I" + include));
+    }
+
     @Test
     void cudaLayoutsMatchGcc() throws Exception {
         Path include = cudaInclude();
@@ -98,9 +109,6 @@ class LayoutCheckTest {
     }
 
     private void check(String pkg, Map<String, String> types, String include, List<String> flags) throws Exception {
-        String gcc = findGcc();
-        assumeTrue(gcc != null, "gcc not found on PATH");
-
         // Every generated struct class of the package must be checked.
         Set<String> generated;
         try (Stream<Path> files = Files.list(GENERATED.resolve(pkg))) {
@@ -112,10 +120,22 @@ class LayoutCheckTest {
         assertEquals(new TreeSet<>(types.keySet()), generated,
                 "generated struct classes of dev.panamax.bindings." + pkg + " and the classes checked here differ");
 
+        Map<String, GroupLayout> layouts = new LinkedHashMap<>();
+        for (String key : types.keySet()) {
+            Class<?> c = Class.forName("dev.panamax.bindings." + pkg + "." + key);
+            layouts.put(key, (GroupLayout) c.getMethod("layout").invoke(null));
+        }
+        compare(pkg, types, layouts, include, flags);
+    }
+
+    /** Compares the given layouts (key -> layout, key -> C type) with what gcc says. */
+    private void compare(String label, Map<String, String> types, Map<String, GroupLayout> layouts, String include,
+            List<String> flags) throws Exception {
+        String gcc = findGcc();
+        assumeTrue(gcc != null, "gcc not found on PATH");
         List<Entry> entries = new ArrayList<>();
         for (var e : types.entrySet()) {
-            Class<?> c = Class.forName("dev.panamax.bindings." + pkg + "." + e.getKey());
-            GroupLayout layout = (GroupLayout) c.getMethod("layout").invoke(null);
+            GroupLayout layout = layouts.get(e.getKey());
             entries.add(new Entry(e.getKey(), e.getValue(), null, 0, layout.byteSize()));
             walk(e.getKey(), e.getValue(), layout, "", 0, entries);
         }
@@ -134,7 +154,7 @@ class LayoutCheckTest {
         }
         src.append("    return 0;\n}\n");
 
-        Path dir = Files.createTempDirectory("panamax-layout-" + pkg);
+        Path dir = Files.createTempDirectory("panamax-layout-" + label);
         try {
             Path c = dir.resolve("layout.c");
             Files.writeString(c, src);
@@ -161,7 +181,7 @@ class LayoutCheckTest {
                 }
             }
             assertTrue(mismatches.isEmpty(), "layout mismatches:\n" + String.join("\n", mismatches));
-            System.out.printf("layout check %s: %d structs, %d entries match gcc%n", pkg, types.size(), entries.size());
+            System.out.printf("layout check %s: %d structs, %d entries match gcc%n", label, types.size(), entries.size());
         } finally {
             try (Stream<Path> s = Files.walk(dir)) {
                 s.sorted((a, b) -> b.compareTo(a)).forEach(p -> p.toFile().delete());
