@@ -85,7 +85,13 @@ class AlgorithmContractTest {
         check(algorithm, transport, n, new long[] {1, 13, 70_001});
     }
 
-    static void check(String algorithm, Ranks.Transport transport, int n, long[] counts) {
+    private static void check(String algorithm, Ranks.Transport transport, int n, long[] counts) {
+        check(algorithm, transport, n, counts, (type, op) -> op == ReduceOp.SUM || type == DataType.FLOAT32 || type == DataType.INT32);
+    }
+
+    /** {@code include}: which type and operator pairs to check (for all-gather, broadcast and all-to-all: which types, with SUM). */
+    static void check(String algorithm, Ranks.Transport transport, int n, long[] counts,
+                      java.util.function.BiPredicate<DataType, ReduceOp> include) {
         Topology topology = topologyFor(algorithm, n);
         List<Collective> collectives = new ArrayList<>();
         for (Collective c : Collective.values()) {
@@ -109,8 +115,7 @@ class AlgorithmContractTest {
                     for (long count : counts) {
                         for (DataType type : DataType.values()) {
                             for (ReduceOp op : ReduceOp.values()) {
-                                boolean all = op == ReduceOp.SUM || type == DataType.FLOAT32 || type == DataType.INT32;
-                                if (!all) {
+                                if (!include.test(type, op)) {
                                     continue;
                                 }
                                 if (collectives.contains(Collective.ALL_REDUCE)) {
@@ -122,6 +127,9 @@ class AlgorithmContractTest {
                                 if (collectives.contains(Collective.REDUCE)) {
                                     CollectiveContractTest.reduce(c, arena, count, type, op, failures);
                                 }
+                            }
+                            if (!include.test(type, ReduceOp.SUM)) {
+                                continue;
                             }
                             if (collectives.contains(Collective.ALL_GATHER)) {
                                 CollectiveContractTest.allGather(c, arena, count, type, failures);

@@ -74,7 +74,12 @@ class MultiProcessTest {
     void fourProcessesAllReduce(String transportAndBuffers) throws Exception {
         String[] t = transportAndBuffers.split(" ");
         // 1M+3 floats: ring chunks of 1 MiB, past the by-reference and by-address thresholds.
-        List<Rank> ranks = launch(4, t[0], "20", "1048579", "60", t.length > 1 ? t[1] : "shared");
+        fourProcessesAllReduce(t[0], t.length > 1 ? t[1] : "shared", 20, 1048579);
+    }
+
+    /** Four rank processes all-reduce {@code count} floats {@code iterations} times and check every element. */
+    static void fourProcessesAllReduce(String transport, String buffers, int iterations, long count) throws Exception {
+        List<Rank> ranks = launch(4, transport, Integer.toString(iterations), Long.toString(count), "60", buffers);
         for (Rank r : ranks) {
             assertTrue(r.process().waitFor(120, TimeUnit.SECONDS), "a rank did not finish");
             List<String> out = r.output().get(10, TimeUnit.SECONDS);
