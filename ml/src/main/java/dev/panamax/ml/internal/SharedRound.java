@@ -2,7 +2,6 @@ package dev.panamax.ml.internal;
 
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.CollectiveTimeoutException;
-import dev.panamax.memory.DataType;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -71,8 +70,7 @@ public final class SharedRound {
 
     /** Queues a task's vector (called with the slot's lock held). */
     void accept(MemorySegment vector) {
-        DataType type = slot.reduction().type();
-        long count = vector.byteSize() / type.byteSize();
+        long count = vector.byteSize() / slot.reduction().type().byteSize();
         boolean startDrain;
         synchronized (this) {
             if (committed == slot.numTasks()) {
@@ -87,8 +85,6 @@ public final class SharedRound {
             }
             if (length < 0) {
                 length = count;
-                // Native, so that the communicator and the vector kernels read it directly; freed by GC with the result.
-                accumulator = Arena.ofAuto().allocate(Math.max(1, count * type.byteSize()), 64).asSlice(0, count * type.byteSize());
             } else if (count != length) {
                 throw new IllegalArgumentException("commit of " + count + " elements to " + this + ", whose first commit had "
                         + length);
@@ -119,7 +115,14 @@ public final class SharedRound {
             }
             try {
                 if (first) {
-                    SharedKernels.copy(accumulator, vector);
+                    // Allocated here rather than in commit, which must not block. Native, so that the
+                    // communicator and the vector kernels read it directly; freed by GC with the result.
+                    long bytes = vector.byteSize();
+                    MemorySegment acc = Arena.ofAuto().allocate(Math.max(1, bytes), 64).asSlice(0, bytes);
+                    SharedKernels.copy(acc, vector);
+                    synchronized (this) {
+                        accumulator = acc;
+                    }
                 } else {
                     SharedKernels.fold(slot.reduction(), accumulator, vector);
                 }
