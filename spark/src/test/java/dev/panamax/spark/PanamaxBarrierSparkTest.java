@@ -133,4 +133,12 @@ class PanamaxBarrierSparkTest {
             assertArrayEquals(want, java.util.Arrays.copyOfRange(r, 3, r.length), "partition " + (int) r[0] + " round " + k);
         }
     }
+
+    @Test
+    void taskAddressesGiveTheHost() {
+        assertEquals("127.0.0.1", PanamaxBarrier.Rendezvous.host("127.0.0.1:37425"));
+        assertEquals("::1", PanamaxBarrier.Rendezvous.host("[::1]:37425"));
+        assertEquals("node7.cluster", PanamaxBarrier.Rendezvous.host("node7.cluster:7078"));
+        assertEquals("node7", PanamaxBarrier.Rendezvous.host("node7"));
+    }
 }
