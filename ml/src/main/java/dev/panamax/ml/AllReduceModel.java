@@ -59,18 +59,20 @@ public record AllReduceModel(double a, double b, double gamma) {
     public static final List<Long> CALIBRATION_BYTES = List.of(4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20);
 
     /**
-     * Measures the model on {@code comm}; collective (every rank calls it). a and b: least squares
-     * ({@link Fit#linear}) over the median time of an in-place float32 all-reduce of each size of
-     * {@link #CALIBRATION_BYTES}; gamma: {@link Fit#contention} over the median time of two such
-     * all-reduces run together by {@link Communicator#allReduceConcurrently}. Each time is the
-     * slowest rank's. A negative fitted a (noise) is replaced by the smallest size's time less
-     * {@code b m}, floored at 0.
+     * Measures the model on {@code comm}; collective (every rank calls it). a and b: a line fitted
+     * to the median time of an in-place float32 all-reduce of each size of
+     * {@link #CALIBRATION_BYTES} by least squares on the relative error (so that the small sizes,
+     * which carry a, weigh as much as the large ones, which carry b; plain least squares lets the
+     * noise of the largest times decide a); gamma: {@link Fit#contention} over the median time of
+     * two such all-reduces run together by {@link Communicator#allReduceConcurrently}. Each time
+     * is the slowest rank's; a JIT warm-up on the smallest size comes first. Takes about a
+     * second on shared memory.
      */
     public static AllReduceModel calibrate(Communicator comm) {
-        return calibrate(comm, CALIBRATION_BYTES, 3, 15);
+        return calibrate(comm, CALIBRATION_BYTES, 5, 21);
     }
 
-    /** {@link #calibrate(Communicator)} over the given sizes (multiples of 4 bytes), warm-up and timed repetitions. */
+    /** {@link #calibrate(Communicator)} over the given sizes (multiples of 4 bytes), warm-up and timed repetitions per size. */
     public static AllReduceModel calibrate(Communicator comm, List<Long> sizes, int warmup, int reps) {
         if (sizes.size() < 2) {
             throw new IllegalArgumentException("calibration needs at least two sizes: " + sizes);
@@ -79,11 +81,13 @@ public record AllReduceModel(double a, double b, double gamma) {
             throw new IllegalArgumentException("reps must be >= 1 and warmup >= 0: " + reps + ", " + warmup);
         }
         long max = 0;
+        long min = Long.MAX_VALUE;
         for (long s : sizes) {
             if (s <= 0 || s % 4 != 0) {
                 throw new IllegalArgumentException("calibration sizes must be positive multiples of 4 bytes: " + s);
             }
             max = Math.max(max, s);
+            min = Math.min(min, s);
         }
         MemorySegment x = comm.allocate(max);
         MemorySegment y = comm.allocate(max);
@@ -92,19 +96,16 @@ public record AllReduceModel(double a, double b, double gamma) {
             double[] m = new double[sizes.size()];
             double[] one = new double[m.length];
             double[] two = new double[m.length];
+            medians(JIT_WARMUP, 1, allReduces(comm, x, y, min, 1), allReduces(comm, x, y, min, 2));
             for (int i = 0; i < m.length; i++) {
-                long bytes = sizes.get(i);
-                long count = bytes / 4;
-                m[i] = bytes;
-                one[i] = slowest(comm, stat, median(warmup, reps, () -> comm.allReduce(x, count, DataType.FLOAT32, ReduceOp.SUM)));
-                List<MemorySegment> both = List.of(x.asSlice(0, bytes), y.asSlice(0, bytes));
-                long[] counts = {count, count};
-                two[i] = slowest(comm, stat, median(warmup, reps,
-                        () -> comm.allReduceConcurrently(both, counts, DataType.FLOAT32, ReduceOp.SUM)));
+                m[i] = sizes.get(i);
+                double[] t = medians(warmup, reps, allReduces(comm, x, y, sizes.get(i), 1), allReduces(comm, x, y, sizes.get(i), 2));
+                one[i] = slowest(comm, stat, t[0]);
+                two[i] = slowest(comm, stat, t[1]);
             }
-            Fit.Line line = Fit.linear(m, one);
+            Fit.Line line = relativeFit(m, one);
             double b = Math.max(0, line.beta());
-            double a = line.alpha() > 0 ? line.alpha() : Math.max(0, one[0] - b * m[0]);
+            double a = Math.max(0, line.alpha());
             double gamma = b > 0 ? Fit.contention(new Fit.Line(a, b, line.r2()), m, two).gamma() : 1;
             return new AllReduceModel(a, b, Math.max(0, gamma));
         } finally {
@@ -114,18 +115,82 @@ public record AllReduceModel(double a, double b, double gamma) {
         }
     }
 
-    private static double median(int warmup, int reps, Runnable op) {
-        for (int i = 0; i < warmup; i++) {
-            op.run();
+    /** All-reduces before the timed ones of {@link #calibrate}, so that the JIT has compiled the paths. */
+    private static final int JIT_WARMUP = 200;
+
+    /** One all-reduce of {@code bytes} of {@code x}, or two at once, of {@code x} and {@code y}. */
+    private static Runnable allReduces(Communicator comm, MemorySegment x, MemorySegment y, long bytes, int k) {
+        long count = bytes / 4;
+        if (k == 1) {
+            return () -> comm.allReduce(x, count, DataType.FLOAT32, ReduceOp.SUM);
         }
-        long[] laps = new long[reps];
+        List<MemorySegment> both = List.of(x.asSlice(0, bytes), y.asSlice(0, bytes));
+        long[] counts = {count, count};
+        return () -> comm.allReduceConcurrently(both, counts, DataType.FLOAT32, ReduceOp.SUM);
+    }
+
+    /**
+     * {@code t = alpha + beta m} minimizing the sum of squared relative errors
+     * {@code ((alpha + beta m_i - t_i) / t_i)^2} (weighted least squares, weights {@code 1 / t_i^2});
+     * r2 is {@link Fit#linear}'s for the fitted line's unweighted residuals.
+     */
+    static Fit.Line relativeFit(double[] m, double[] t) {
+        double w = 0;
+        double mx = 0;
+        double my = 0;
+        for (int i = 0; i < m.length; i++) {
+            double wi = 1 / (t[i] * t[i]);
+            w += wi;
+            mx += wi * m[i];
+            my += wi * t[i];
+        }
+        mx /= w;
+        my /= w;
+        double sxx = 0;
+        double sxy = 0;
+        for (int i = 0; i < m.length; i++) {
+            double wi = 1 / (t[i] * t[i]);
+            sxx += wi * (m[i] - mx) * (m[i] - mx);
+            sxy += wi * (m[i] - mx) * (t[i] - my);
+        }
+        double beta = sxy / sxx;
+        double alpha = my - beta * mx;
+        double mean = 0;
+        for (double v : t) {
+            mean += v / t.length;
+        }
+        double res = 0;
+        double tot = 0;
+        for (int i = 0; i < m.length; i++) {
+            res += Math.pow(t[i] - alpha - beta * m[i], 2);
+            tot += Math.pow(t[i] - mean, 2);
+        }
+        return new Fit.Line(alpha, beta, tot > 0 ? 1 - res / tot : 1);
+    }
+
+    /** Median seconds of {@code first} and of {@code second}, timed alternately so that a change of load hits both alike. */
+    private static double[] medians(int warmup, int reps, Runnable first, Runnable second) {
+        for (int i = 0; i < warmup; i++) {
+            first.run();
+            second.run();
+        }
+        long[] a = new long[reps];
+        long[] b = new long[reps];
         for (int i = 0; i < reps; i++) {
             long t0 = System.nanoTime();
-            op.run();
-            laps[i] = System.nanoTime() - t0;
+            first.run();
+            long t1 = System.nanoTime();
+            second.run();
+            a[i] = t1 - t0;
+            b[i] = System.nanoTime() - t1;
         }
+        return new double[]{median(a), median(b)};
+    }
+
+    private static double median(long[] laps) {
         Arrays.sort(laps);
-        return (reps % 2 == 1 ? laps[reps / 2] : (laps[reps / 2 - 1] + laps[reps / 2]) / 2.0) / 1e9;
+        int n = laps.length;
+        return (n % 2 == 1 ? laps[n / 2] : (laps[n / 2 - 1] + laps[n / 2]) / 2.0) / 1e9;
     }
 
     private static double slowest(Communicator comm, MemorySegment stat, double seconds) {
