@@ -65,8 +65,8 @@ public record AllReduceModel(double a, double b, double gamma) {
      * which carry a, weigh as much as the large ones, which carry b; plain least squares lets the
      * noise of the largest times decide a); gamma: {@link Fit#contention} over the median time of
      * two such all-reduces run together by {@link Communicator#allReduceConcurrently}. Each time
-     * is the slowest rank's; a JIT warm-up on the smallest size comes first. Takes about a
-     * second on shared memory.
+     * is the slowest rank's; a JIT warm-up on the smallest size comes first, and the sizes are
+     * swept twice, each keeping its faster median. Takes a few seconds on shared memory.
      */
     public static AllReduceModel calibrate(Communicator comm) {
         return calibrate(comm, CALIBRATION_BYTES, 5, 21);
@@ -97,11 +97,15 @@ public record AllReduceModel(double a, double b, double gamma) {
             double[] one = new double[m.length];
             double[] two = new double[m.length];
             medians(JIT_WARMUP, 1, allReduces(comm, x, y, min, 1), allReduces(comm, x, y, min, 2));
-            for (int i = 0; i < m.length; i++) {
-                m[i] = sizes.get(i);
-                double[] t = medians(warmup, reps, allReduces(comm, x, y, sizes.get(i), 1), allReduces(comm, x, y, sizes.get(i), 2));
-                one[i] = slowest(comm, stat, t[0]);
-                two[i] = slowest(comm, stat, t[1]);
+            Arrays.fill(one, Double.POSITIVE_INFINITY);
+            Arrays.fill(two, Double.POSITIVE_INFINITY);
+            for (int pass = 0; pass < PASSES; pass++) {
+                for (int i = 0; i < m.length; i++) {
+                    m[i] = sizes.get(i);
+                    double[] t = medians(warmup, reps, allReduces(comm, x, y, sizes.get(i), 1), allReduces(comm, x, y, sizes.get(i), 2));
+                    one[i] = Math.min(one[i], slowest(comm, stat, t[0]));
+                    two[i] = Math.min(two[i], slowest(comm, stat, t[1]));
+                }
             }
             Fit.Line line = relativeFit(m, one);
             double b = Math.max(0, line.beta());
@@ -116,7 +120,12 @@ public record AllReduceModel(double a, double b, double gamma) {
     }
 
     /** All-reduces before the timed ones of {@link #calibrate}, so that the JIT has compiled the paths. */
-    private static final int JIT_WARMUP = 200;
+    private static final int JIT_WARMUP = 1000;
+    /**
+     * Sweeps over the sizes; each size keeps its fastest median. Right after start-up the JIT
+     * compiler threads still compete for the cores, which the first sweep may feel.
+     */
+    private static final int PASSES = 2;
 
     /** One all-reduce of {@code bytes} of {@code x}, or two at once, of {@code x} and {@code y}. */
     private static Runnable allReduces(Communicator comm, MemorySegment x, MemorySegment y, long bytes, int k) {
