@@ -1,4 +1,4 @@
-/** Machine-learning building blocks over the communicator. */
+/** Machine-learning support: gradient all-reduces overlapped with back-propagation, and task-based shared variables. */
 module dev.panamax.ml {
     requires transitive dev.panamax.collectives;
     exports dev.panamax.ml;

@@ -10,6 +10,7 @@ import dev.panamax.collectives.plan.Planner;
 import dev.panamax.collectives.schedule.Algorithm;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
+import dev.panamax.collectives.schedule.Simulator;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -50,6 +51,13 @@ public final class CommunicatorImpl implements Communicator {
     private final List<CommunicatorImpl> children = new ArrayList<>();
     private final Map<Collective, String> algorithms = new EnumMap<>(Collective.class);
     private final Map<PlanKey, Schedule> plans = new LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<PlanKey, Schedule> eldest) {
+            return size() > 256;
+        }
+    };
+    /** Schedules for {@link #allReduceConcurrently}, which needs stage-aligned ones; guarded by {@link #plans}. */
+    private final Map<PlanKey, Schedule> concurrentPlans = new LinkedHashMap<>(64, 0.75f, true) {
         @Override
         protected boolean removeEldestEntry(Map.Entry<PlanKey, Schedule> eldest) {
             return size() > 256;
@@ -146,6 +154,40 @@ public final class CommunicatorImpl implements Communicator {
         checkAllReduce(send, recv, count, type, op);
         Schedule s = plan(Collective.ALL_REDUCE, count, type, 0);
         run(() -> runSchedule(s, send, recv, type, op));
+    }
+
+    @Override
+    public void allReduceConcurrently(List<MemorySegment> buffers, long[] counts, DataType type, ReduceOp op) {
+        Args.reduction(type, op);
+        Objects.requireNonNull(buffers, "buffers");
+        Objects.requireNonNull(counts, "counts");
+        if (buffers.size() != counts.length) {
+            throw new IllegalArgumentException("allReduceConcurrently: " + buffers.size() + " buffers but " + counts.length + " counts");
+        }
+        int k = counts.length;
+        MemorySegment[] data = new MemorySegment[k];
+        for (int j = 0; j < k; j++) {
+            Args.buffer("buffer " + j, buffers.get(j), counts[j], type, true);
+            data[j] = buffers.get(j).asSlice(0, counts[j] * type.byteSize());
+            for (int i = 0; i < j; i++) {
+                if (Args.overlaps(data[i], data[j])) {
+                    throw new IllegalArgumentException("allReduceConcurrently: buffers " + i + " and " + j + " overlap");
+                }
+            }
+        }
+        Schedule[] schedules = new Schedule[k];
+        for (int j = 0; j < k; j++) {
+            schedules[j] = concurrentPlan(counts[j], type);
+        }
+        run(() -> {
+            CallValidator v = validator;
+            if (v != null) {
+                for (Schedule s : schedules) {
+                    v.check(s, type, op);
+                }
+            }
+            executor.runConcurrently(schedules, data, type, op);
+        });
     }
 
     @Override
@@ -288,6 +330,7 @@ public final class CommunicatorImpl implements Communicator {
         synchronized (plans) {
             deterministic = on;
             plans.clear();
+            concurrentPlans.clear();
         }
     }
 
@@ -309,6 +352,7 @@ public final class CommunicatorImpl implements Communicator {
         synchronized (plans) {
             this.topology = t;
             plans.clear();
+            concurrentPlans.clear();
         }
     }
 
@@ -333,6 +377,7 @@ public final class CommunicatorImpl implements Communicator {
         synchronized (plans) {
             algorithms.put(collective, algorithm);
             plans.clear();
+            concurrentPlans.clear();
         }
     }
 
@@ -358,28 +403,59 @@ public final class CommunicatorImpl implements Communicator {
         PlanKey key = new PlanKey(collective, count, type.byteSize(), root);
         synchronized (plans) {
             Schedule s = plans.get(key);
-            if (s != null) {
-                return s;
+            if (s == null) {
+                Choice c = choose(collective, count, type, root);
+                s = c.algorithm().build(c.problem());
+                plans.put(key, s);
             }
-            Problem p = new Problem(collective, rank, size, count, type.byteSize(), root, topology);
-            String name = algorithms.get(collective);
-            Algorithm a;
-            if (name.equals(Algorithms.AUTO)) {
-                // Deterministic: the choice may depend on the call and the rank count only, not on a
-                // detected or calibrated topology.
-                Candidate c = Planner.choose(deterministic ? new Problem(collective, rank, size, count, type.byteSize(), root,
-                        Topology.flat(size)) : p);
-                a = Algorithms.get(c.algorithm());
-                p = new Problem(collective, rank, size, count, type.byteSize(), root, c.topology());
-            } else {
-                a = Algorithms.get(name);
+            return s;
+        }
+    }
+
+    /** The algorithm for a call and the problem to build it for (with the planner's topology for {@code auto}). */
+    private record Choice(Algorithm algorithm, Problem problem) {
+    }
+
+    private Choice choose(Collective collective, long count, DataType type, int root) {
+        Problem p = new Problem(collective, rank, size, count, type.byteSize(), root, topology);
+        String name = algorithms.get(collective);
+        Algorithm a;
+        if (name.equals(Algorithms.AUTO)) {
+            // Deterministic: the choice may depend on the call and the rank count only, not on a
+            // detected or calibrated topology.
+            Candidate c = Planner.choose(deterministic ? new Problem(collective, rank, size, count, type.byteSize(), root,
+                    Topology.flat(size)) : p);
+            a = Algorithms.get(c.algorithm());
+            p = new Problem(collective, rank, size, count, type.byteSize(), root, c.topology());
+        } else {
+            a = Algorithms.get(name);
+        }
+        String why = a.unsupported(p);
+        if (why != null) {
+            throw new IllegalArgumentException(collective.label() + " with algorithm '" + a.name() + "' on " + size + " ranks: " + why);
+        }
+        return new Choice(a, p);
+    }
+
+    /**
+     * The schedule of one all-reduce of {@link #allReduceConcurrently}: the one a plain call would
+     * run when that algorithm's schedules are stage-aligned (checked once per size on every rank's
+     * schedule, so every rank decides alike), else the ring's, which always are.
+     */
+    private Schedule concurrentPlan(long count, DataType type) {
+        PlanKey key = new PlanKey(Collective.ALL_REDUCE, count, type.byteSize(), 0);
+        synchronized (plans) {
+            Schedule s = concurrentPlans.get(key);
+            if (s == null) {
+                Choice c = choose(Collective.ALL_REDUCE, count, type, 0);
+                List<Schedule> all = new ArrayList<>(size);
+                for (int r = 0; r < size; r++) {
+                    all.add(c.algorithm().build(c.problem().atRank(r)));
+                }
+                s = Simulator.stageAligned(all) ? all.get(rank)
+                        : Algorithms.get("ring").build(new Problem(Collective.ALL_REDUCE, rank, size, count, type.byteSize(), 0, topology));
+                concurrentPlans.put(key, s);
             }
-            String why = a.unsupported(p);
-            if (why != null) {
-                throw new IllegalArgumentException(collective.label() + " with algorithm '" + a.name() + "' on " + size + " ranks: " + why);
-            }
-            s = a.build(p);
-            plans.put(key, s);
             return s;
         }
     }

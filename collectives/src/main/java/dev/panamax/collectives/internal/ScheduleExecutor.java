@@ -143,31 +143,7 @@ final class ScheduleExecutor {
                     event = new StepEvent();
                     event.begin();
                 }
-                List<Step> steps = st.steps();
-                int posted = 0;
-                for (int j = 0; j < steps.size(); j++) {
-                    Step s = steps.get(j);
-                    switch (s) {
-                        case Step.Copy c -> MemorySegment.copy(buffers[c.src().buffer()], c.src().offset() * e,
-                                buffers[c.dst().buffer()], c.dst().offset() * e, c.src().count() * e);
-                        case Step.Reduce r -> reduce(r, type, op, e);
-                        case Step.Finish f -> {
-                            if (op == ReduceOp.AVG) {
-                                Reductions.divide(type, buffers[f.slice().buffer()], f.slice().offset() * e, f.slice().count(), f.contributions());
-                            }
-                        }
-                        case Step.Send snd -> {
-                            ensureRequests(posted + 1);
-                            requests[posted++] = links[snd.peer()].send(view(snd.src(), e));
-                        }
-                        case Step.Recv rcv -> {
-                            ensureRequests(posted + 1);
-                            requests[posted++] = rcv.with() == null
-                                    ? links[rcv.peer()].recv(view(rcv.dst(), e), null, type, null)
-                                    : links[rcv.peer()].recv(view(rcv.dst(), e), view(rcv.with(), e), type, op);
-                        }
-                    }
-                }
+                int posted = post(st, buffers, type, op, e, 0);
                 if (posted > 0) {
                     waiter.awaitAll(requests, posted);
                     Arrays.fill(requests, 0, posted, null);
@@ -179,6 +155,101 @@ final class ScheduleExecutor {
         } finally {
             Arrays.fill(buffers, null);
         }
+    }
+
+    /**
+     * Runs several all-reduce schedules interleaved, in place on {@code data[j]} (schedule j's send
+     * and receive buffer): merged stage i runs stage i of every schedule that has one, their
+     * transfers posted together and awaited together, so the all-reduces share each round trip.
+     * Each schedule gets its own scratch buffers. Every rank merges the same schedules in the same
+     * order; the caller passes only stage-aligned schedules ({@code Simulator.stageAligned}), whose
+     * matched transfers lie in stages of the same index, so the messages on every link still come
+     * in the same order at both ends.
+     */
+    void runConcurrently(Schedule[] schedules, MemorySegment[] data, DataType type, ReduceOp op) {
+        CollectiveEvent event = null;
+        if (COLLECTIVE_PROBE.isEnabled()) {
+            event = new CollectiveEvent();
+            event.begin();
+        }
+        int e = type.byteSize();
+        MemorySegment[][] tables = new MemorySegment[schedules.length][];
+        int scratchBase = 0;
+        int stages = 0;
+        long total = 0;
+        for (int j = 0; j < schedules.length; j++) {
+            Schedule s = schedules[j];
+            MemorySegment[] t = new MemorySegment[2 + s.scratchBuffers()];
+            t[Slice.SEND] = data[j];
+            t[Slice.RECV] = data[j];
+            for (int k = 0; k < s.scratchBuffers(); k++) {
+                t[Slice.scratch(k)] = scratch.get(scratchBase + k, s.scratchCount(k) * e);
+            }
+            scratchBase += s.scratchBuffers();
+            tables[j] = t;
+            stages = Math.max(stages, s.stages().size());
+            total += s.problem().count();
+        }
+        Problem first = schedules.length == 0 ? null : schedules[0].problem();
+        String algorithm = "concurrent x" + schedules.length;
+        Throwable failure = null;
+        waiter.begin("all-reduce", algorithm, stages);
+        try {
+            for (int i = 0; i < stages; i++) {
+                waiter.step(i, "merged stage " + i);
+                int posted = 0;
+                for (int j = 0; j < schedules.length; j++) {
+                    List<Stage> own = schedules[j].stages();
+                    if (i < own.size()) {
+                        posted = post(own.get(i), tables[j], type, op, e, posted);
+                    }
+                }
+                if (posted > 0) {
+                    waiter.awaitAll(requests, posted);
+                    Arrays.fill(requests, 0, posted, null);
+                }
+            }
+        } catch (RuntimeException | Error t) {
+            failure = t;
+            throw t;
+        } finally {
+            waiter.end();
+            if (event != null && first != null) {
+                commit(event, first.rank(), first.size(), "all-reduce", algorithm, total, type, -1, failure);
+            }
+        }
+    }
+
+    /**
+     * Runs the local steps of stage {@code st} on {@code buffers} (indexed by slice buffer id) and
+     * posts its transfers into {@link #requests} from index {@code posted}; returns the new count.
+     */
+    private int post(Stage st, MemorySegment[] buffers, DataType type, ReduceOp op, int e, int posted) {
+        List<Step> steps = st.steps();
+        for (int j = 0; j < steps.size(); j++) {
+            Step s = steps.get(j);
+            switch (s) {
+                case Step.Copy c -> MemorySegment.copy(buffers[c.src().buffer()], c.src().offset() * e,
+                        buffers[c.dst().buffer()], c.dst().offset() * e, c.src().count() * e);
+                case Step.Reduce r -> reduce(r, buffers, type, op, e);
+                case Step.Finish f -> {
+                    if (op == ReduceOp.AVG) {
+                        Reductions.divide(type, buffers[f.slice().buffer()], f.slice().offset() * e, f.slice().count(), f.contributions());
+                    }
+                }
+                case Step.Send snd -> {
+                    ensureRequests(posted + 1);
+                    requests[posted++] = links[snd.peer()].send(view(buffers, snd.src(), e));
+                }
+                case Step.Recv rcv -> {
+                    ensureRequests(posted + 1);
+                    requests[posted++] = rcv.with() == null
+                            ? links[rcv.peer()].recv(view(buffers, rcv.dst(), e), null, type, null)
+                            : links[rcv.peer()].recv(view(buffers, rcv.dst(), e), view(buffers, rcv.with(), e), type, op);
+                }
+            }
+        }
+        return posted;
     }
 
     /** Commits a finished stage's event (a failed stage has none: the collective's event carries the failure). */
@@ -217,7 +288,7 @@ final class ScheduleExecutor {
         event.commit();
     }
 
-    private void reduce(Step.Reduce r, DataType type, ReduceOp op, int e) {
+    private static void reduce(Step.Reduce r, MemorySegment[] buffers, DataType type, ReduceOp op, int e) {
         Slice d = r.dst();
         Slice a = r.a();
         Slice b = r.b();
@@ -229,7 +300,7 @@ final class ScheduleExecutor {
         }
     }
 
-    private MemorySegment view(Slice s, int e) {
+    private static MemorySegment view(MemorySegment[] buffers, Slice s, int e) {
         if (s.count() == 0) {
             return MemorySegment.NULL;
         }

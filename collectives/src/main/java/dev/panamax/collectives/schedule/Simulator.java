@@ -51,6 +51,33 @@ public final class Simulator {
         new Run(schedules, inPlace).run();
     }
 
+    /**
+     * True when the schedules (one per rank, in rank order) are stage-aligned: for every pair of
+     * ranks, the n-th send from one to the other and the n-th receive the other posts from it (the
+     * transfers that FIFO matching pairs) lie in stages of the same index. Several stage-aligned
+     * schedules can run interleaved, every rank merging stage i of each (in one fixed order) into
+     * one stage: matched transfers still meet in the same merged stage, so the messages on every
+     * link are in the same order at both ends.
+     */
+    public static boolean stageAligned(List<Schedule> schedules) {
+        int n = schedules.size();
+        Map<Long, List<Integer>> sends = new HashMap<>();
+        Map<Long, List<Integer>> recvs = new HashMap<>();
+        for (int r = 0; r < n; r++) {
+            List<Stage> stages = schedules.get(r).stages();
+            for (int i = 0; i < stages.size(); i++) {
+                for (Step s : stages.get(i).steps()) {
+                    if (s instanceof Step.Send send) {
+                        sends.computeIfAbsent((long) r * n + send.peer(), k -> new ArrayList<>()).add(i);
+                    } else if (s instanceof Step.Recv recv) {
+                        recvs.computeIfAbsent((long) recv.peer() * n + r, k -> new ArrayList<>()).add(i);
+                    }
+                }
+            }
+        }
+        return sends.equals(recvs);
+    }
+
     /** One element: contributions (bit r: rank r), the input index, scaled or not; index -1: never written. */
     private record Value(long index, long mask, boolean finished) {
         static final Value UNDEFINED = new Value(-1, 0, false);

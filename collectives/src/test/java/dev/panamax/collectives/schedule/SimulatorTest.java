@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.stream.Stream;
 
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -80,6 +81,34 @@ class SimulatorTest {
             }
         }
         return tests.stream();
+    }
+
+    /**
+     * allReduceConcurrently interleaves stage-aligned schedules and falls back to the ring's: the
+     * ring all-reduce is stage-aligned for 1..64 ranks on every topology; recursive halving and
+     * doubling on 3 ranks (folding the third rank in and out) is not, which the check sees.
+     */
+    @Test
+    void ringAllReduceIsStageAligned() {
+        Algorithm ring = Algorithms.get("ring");
+        for (int n = 1; n <= 64; n++) {
+            for (Topology t : topologies(n)) {
+                for (long count : counts(n)) {
+                    Problem p = new Problem(Collective.ALL_REDUCE, 0, n, count, 4, 0, t);
+                    assertTrue(Simulator.stageAligned(everyRank(ring, p)), "ring " + p);
+                }
+            }
+        }
+        Problem three = new Problem(Collective.ALL_REDUCE, 0, 3, 13, 4, 0, Topology.flat(3));
+        assertFalse(Simulator.stageAligned(everyRank(Algorithms.get("rhd"), three)));
+    }
+
+    private static List<Schedule> everyRank(Algorithm a, Problem p) {
+        List<Schedule> all = new ArrayList<>();
+        for (int r = 0; r < p.size(); r++) {
+            all.add(a.build(p.atRank(r)));
+        }
+        return all;
     }
 
     @Test

@@ -11,13 +11,11 @@ import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 
 /**
  * {@code --calibrate}: measures what the cost models need, on every rank alike; rank 0 prints.
@@ -25,7 +23,7 @@ import java.util.concurrent.CompletableFuture;
  * <li>per transport in use (as seen from rank 0): a ping-pong between rank 0 and the first peer
  *     reached over it, half the round trip per size;</li>
  * <li>the ring all-reduce over all ranks per size (the slowest rank's average);</li>
- * <li>k = 1, 2, 4 all-reduces issued together with {@code allReduceAsync}, for the contention
+ * <li>k = 1, 2, 4 all-reduces run together with {@code allReduceConcurrently}, for the contention
  *     factor gamma: T_k / T_1 = 1 + gamma (k - 1), so 0 means they overlap perfectly and 1 that
  *     they take turns.</li>
  * </ul>
@@ -175,38 +173,31 @@ final class Calibration {
     /** Seconds for k all-reduces of {@code count} floats issued together, for each k of {@link #KS}. */
     private double[] contention(Arena arena, MemorySegment stat, long count) {
         int kmax = KS[KS.length - 1];
-        MemorySegment[] send = new MemorySegment[kmax];
         MemorySegment[] recv = new MemorySegment[kmax];
         for (int i = 0; i < kmax; i++) {
-            send[i] = buffer(arena, count * 4);
             recv[i] = buffer(arena, count * 4);
-            send[i].fill((byte) 1);
-            recv[i].fill((byte) 0);
+            recv[i].fill((byte) 0); // in place: zeros stay zeros, whatever the repetitions
         }
         double[] t = new double[KS.length];
         for (int j = 0; j < KS.length; j++) {
             int k = KS[j];
             for (int w = 0; w <= config.warmup(); w++) {
-                concurrent(send, recv, count, k, w == config.warmup() ? config.iters() : 1, stat);
+                concurrent(recv, count, k, w == config.warmup() ? config.iters() : 1, stat);
             }
-            t[j] = concurrent(send, recv, count, k, config.iters(), stat);
+            t[j] = concurrent(recv, count, k, config.iters(), stat);
         }
         return t;
     }
 
-    private double concurrent(MemorySegment[] send, MemorySegment[] recv, long count, int k, int reps, MemorySegment stat) {
+    private double concurrent(MemorySegment[] recv, long count, int k, int reps, MemorySegment stat) {
         comm.barrier();
         long[] laps = new long[reps];
-        List<CompletableFuture<Void>> fs = new ArrayList<>(k);
+        List<MemorySegment> buffers = java.util.Arrays.asList(recv).subList(0, k);
+        long[] counts = new long[k];
+        java.util.Arrays.fill(counts, count);
         for (int r = 0; r < reps; r++) {
             long t0 = System.nanoTime();
-            fs.clear();
-            for (int i = 0; i < k; i++) {
-                fs.add(comm.allReduceAsync(send[i], recv[i], count, DataType.FLOAT32, ReduceOp.SUM));
-            }
-            for (CompletableFuture<Void> f : fs) {
-                f.join();
-            }
+            comm.allReduceConcurrently(buffers, counts, DataType.FLOAT32, ReduceOp.SUM);
             laps[r] = System.nanoTime() - t0;
         }
         return slowest(stat, median(laps) / 1e9);
@@ -269,7 +260,7 @@ final class Calibration {
         Line arFit = fit(m, ar);
         out.println(fitLine("allreduce ring np " + n, arFit, n > 1 ? 2.0 * (n - 1) / n : 1, g));
         if (tk != null) {
-            StringBuilder r = new StringBuilder("# gamma: k all-reduces of " + gammaBytes + " B issued together (allReduceAsync) take T_k/T_1 =");
+            StringBuilder r = new StringBuilder("# gamma: k all-reduces of " + gammaBytes + " B run together (allReduceConcurrently) take T_k/T_1 =");
             for (int j = 0; j < KS.length; j++) {
                 r.append(String.format(Locale.ROOT, " %.2f (k=%d)", tk[j] / tk[0], KS[j]));
             }

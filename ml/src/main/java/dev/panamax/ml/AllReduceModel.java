@@ -1,0 +1,215 @@
+package dev.panamax.ml;
+
+import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.plan.Fit;
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The all-reduce cost model of paper 004: one all-reduce of m bytes takes {@code a + b m}
+ * (eq. 3); k all-reduces started together share the startup a and contend for the links, which
+ * gamma measures: two of m bytes each take {@code a + gamma b m} (eq. 9), 1 &lt;= gamma &lt;= 2
+ * in practice (1: perfect overlap, 2: they take turns). For k all-reduces of different sizes this
+ * model takes the largest at full speed and every other byte at the contention penalty
+ * {@code (gamma - 1) b} per byte (eq. 11): {@code a + b (max m + (gamma - 1)(sum m - max m))}.
+ *
+ * <p>The figures depend on the transport, the rank count and the machine: measure them with
+ * {@link #calibrate(Communicator)} on the communicator that will run the all-reduces, or with
+ * {@code scripts/panamax-perf --calibrate}.
+ *
+ * @param a     startup time of one all-reduce, seconds
+ * @param b     time per byte, seconds
+ * @param gamma contention factor of two simultaneous all-reduces
+ */
+public record AllReduceModel(double a, double b, double gamma) {
+    /** The paper's 8-node 10 GbE cluster (section VI-B): a = 1.4 ms, b = 1.7 ns/B, gamma = 1.5. */
+    public static final AllReduceModel PAPER_10GBE = new AllReduceModel(1.4e-3, 1.7e-9, 1.5);
+
+    public AllReduceModel {
+        if (!(a >= 0) || !(b >= 0) || !(gamma >= 0) || Double.isInfinite(a) || Double.isInfinite(b) || Double.isInfinite(gamma)) {
+            throw new IllegalArgumentException("a, b and gamma must be finite and >= 0: a=" + a + " b=" + b + " gamma=" + gamma);
+        }
+    }
+
+    /** Eq. 3: one all-reduce of {@code bytes}. */
+    public double seconds(double bytes) {
+        return a + b * bytes;
+    }
+
+    /** All-reduces of {@code bytes[j]} each, started together, until the last is done (see the class comment). */
+    public double simultaneousSeconds(double[] bytes) {
+        if (bytes.length == 0) {
+            return 0;
+        }
+        double max = 0;
+        double sum = 0;
+        for (double m : bytes) {
+            max = Math.max(max, m);
+            sum += m;
+        }
+        return a + b * (max + (gamma - 1) * (sum - max));
+    }
+
+    /** Sizes {@link #calibrate(Communicator)} measures: 4 KiB to 4 MiB by factors of 4 (the paper fits 8 KiB to 4 MiB). */
+    public static final List<Long> CALIBRATION_BYTES = List.of(4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20);
+
+    /**
+     * Measures the model on {@code comm}; collective (every rank calls it). a and b: a line fitted
+     * to the median time of an in-place float32 all-reduce of each size of
+     * {@link #CALIBRATION_BYTES} by least squares on the relative error (so that the small sizes,
+     * which carry a, weigh as much as the large ones, which carry b; plain least squares lets the
+     * noise of the largest times decide a); gamma: {@link Fit#contention} over the median time of
+     * two such all-reduces run together by {@link Communicator#allReduceConcurrently}. Each time
+     * is the slowest rank's; a JIT warm-up on the smallest size comes first, and the sizes are
+     * swept twice, each keeping its faster median. Takes a few seconds on shared memory.
+     */
+    public static AllReduceModel calibrate(Communicator comm) {
+        return calibrate(comm, CALIBRATION_BYTES, 5, 21);
+    }
+
+    /** {@link #calibrate(Communicator)} over the given sizes (multiples of 4 bytes), warm-up and timed repetitions per size. */
+    public static AllReduceModel calibrate(Communicator comm, List<Long> sizes, int warmup, int reps) {
+        if (sizes.size() < 2) {
+            throw new IllegalArgumentException("calibration needs at least two sizes: " + sizes);
+        }
+        if (reps < 1 || warmup < 0) {
+            throw new IllegalArgumentException("reps must be >= 1 and warmup >= 0: " + reps + ", " + warmup);
+        }
+        long max = 0;
+        long min = Long.MAX_VALUE;
+        for (long s : sizes) {
+            if (s <= 0 || s % 4 != 0) {
+                throw new IllegalArgumentException("calibration sizes must be positive multiples of 4 bytes: " + s);
+            }
+            max = Math.max(max, s);
+            min = Math.min(min, s);
+        }
+        MemorySegment x = comm.allocate(max);
+        MemorySegment y = comm.allocate(max);
+        MemorySegment stat = comm.allocate(8);
+        try {
+            double[] m = new double[sizes.size()];
+            double[] one = new double[m.length];
+            double[] two = new double[m.length];
+            medians(JIT_WARMUP, 1, allReduces(comm, x, y, min, 1), allReduces(comm, x, y, min, 2));
+            Arrays.fill(one, Double.POSITIVE_INFINITY);
+            Arrays.fill(two, Double.POSITIVE_INFINITY);
+            for (int pass = 0; pass < PASSES; pass++) {
+                for (int i = 0; i < m.length; i++) {
+                    m[i] = sizes.get(i);
+                    double[] t = medians(warmup, reps, allReduces(comm, x, y, sizes.get(i), 1), allReduces(comm, x, y, sizes.get(i), 2));
+                    one[i] = Math.min(one[i], slowest(comm, stat, t[0]));
+                    two[i] = Math.min(two[i], slowest(comm, stat, t[1]));
+                }
+            }
+            Fit.Line line = relativeFit(m, one);
+            double b = Math.max(0, line.beta());
+            double a = Math.max(0, line.alpha());
+            double gamma = b > 0 ? Fit.contention(new Fit.Line(a, b, line.r2()), m, two).gamma() : 1;
+            return new AllReduceModel(a, b, Math.max(0, gamma));
+        } finally {
+            comm.free(stat);
+            comm.free(y);
+            comm.free(x);
+        }
+    }
+
+    /** All-reduces before the timed ones of {@link #calibrate}, so that the JIT has compiled the paths. */
+    private static final int JIT_WARMUP = 1000;
+    /**
+     * Sweeps over the sizes; each size keeps its fastest median. Right after start-up the JIT
+     * compiler threads still compete for the cores, which the first sweep may feel.
+     */
+    private static final int PASSES = 2;
+
+    /** One all-reduce of {@code bytes} of {@code x}, or two at once, of {@code x} and {@code y}. */
+    private static Runnable allReduces(Communicator comm, MemorySegment x, MemorySegment y, long bytes, int k) {
+        long count = bytes / 4;
+        if (k == 1) {
+            return () -> comm.allReduce(x, count, DataType.FLOAT32, ReduceOp.SUM);
+        }
+        List<MemorySegment> both = List.of(x.asSlice(0, bytes), y.asSlice(0, bytes));
+        long[] counts = {count, count};
+        return () -> comm.allReduceConcurrently(both, counts, DataType.FLOAT32, ReduceOp.SUM);
+    }
+
+    /**
+     * {@code t = alpha + beta m} minimizing the sum of squared relative errors
+     * {@code ((alpha + beta m_i - t_i) / t_i)^2} (weighted least squares, weights {@code 1 / t_i^2});
+     * r2 is {@link Fit#linear}'s for the fitted line's unweighted residuals.
+     */
+    static Fit.Line relativeFit(double[] m, double[] t) {
+        double w = 0;
+        double mx = 0;
+        double my = 0;
+        for (int i = 0; i < m.length; i++) {
+            double wi = 1 / (t[i] * t[i]);
+            w += wi;
+            mx += wi * m[i];
+            my += wi * t[i];
+        }
+        mx /= w;
+        my /= w;
+        double sxx = 0;
+        double sxy = 0;
+        for (int i = 0; i < m.length; i++) {
+            double wi = 1 / (t[i] * t[i]);
+            sxx += wi * (m[i] - mx) * (m[i] - mx);
+            sxy += wi * (m[i] - mx) * (t[i] - my);
+        }
+        double beta = sxy / sxx;
+        double alpha = my - beta * mx;
+        double mean = 0;
+        for (double v : t) {
+            mean += v / t.length;
+        }
+        double res = 0;
+        double tot = 0;
+        for (int i = 0; i < m.length; i++) {
+            res += Math.pow(t[i] - alpha - beta * m[i], 2);
+            tot += Math.pow(t[i] - mean, 2);
+        }
+        return new Fit.Line(alpha, beta, tot > 0 ? 1 - res / tot : 1);
+    }
+
+    /** Median seconds of {@code first} and of {@code second}, timed alternately so that a change of load hits both alike. */
+    private static double[] medians(int warmup, int reps, Runnable first, Runnable second) {
+        for (int i = 0; i < warmup; i++) {
+            first.run();
+            second.run();
+        }
+        long[] a = new long[reps];
+        long[] b = new long[reps];
+        for (int i = 0; i < reps; i++) {
+            long t0 = System.nanoTime();
+            first.run();
+            long t1 = System.nanoTime();
+            second.run();
+            a[i] = t1 - t0;
+            b[i] = System.nanoTime() - t1;
+        }
+        return new double[]{median(a), median(b)};
+    }
+
+    private static double median(long[] laps) {
+        Arrays.sort(laps);
+        int n = laps.length;
+        return (n % 2 == 1 ? laps[n / 2] : (laps[n / 2 - 1] + laps[n / 2]) / 2.0) / 1e9;
+    }
+
+    private static double slowest(Communicator comm, MemorySegment stat, double seconds) {
+        stat.set(ValueLayout.JAVA_DOUBLE, 0, seconds);
+        comm.allReduce(stat, 1, DataType.FLOAT64, ReduceOp.MAX);
+        return stat.get(ValueLayout.JAVA_DOUBLE, 0);
+    }
+
+    @Override
+    public String toString() {
+        return String.format(java.util.Locale.ROOT, "a=%.3gs b=%.3gs/B gamma=%.3f", a, b, gamma);
+    }
+}

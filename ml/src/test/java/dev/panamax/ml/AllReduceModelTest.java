@@ -1,0 +1,51 @@
+package dev.panamax.ml;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class AllReduceModelTest {
+    /** Every rank fits the slowest rank's times, so all get the same model (its figures are timings: not checked here). */
+    @Test
+    void calibrationIsTheSameOnEveryRank() {
+        List<AllReduceModel> models = LocalRanks.run(3, comm -> AllReduceModel.calibrate(comm, List.of(4096L, 65536L, 1L << 20), 1, 5));
+        for (AllReduceModel m : models) {
+            assertEquals(models.getFirst(), m);
+        }
+        AllReduceModel m = models.getFirst();
+        assertTrue(m.a() >= 0 && m.b() >= 0 && Double.isFinite(m.gamma()), m.toString());
+    }
+
+    /** The relative-error fit gives back an exact line, and one wild large time moves its a far less than plain least squares'. */
+    @Test
+    void relativeFitKeepsTheStartupOfTheSmallSizes() {
+        double[] m = {4096, 16384, 65536, 262144, 1 << 20, 4 << 20};
+        double[] t = new double[m.length];
+        for (int i = 0; i < m.length; i++) {
+            t[i] = 20e-6 + 1e-9 * m[i];
+        }
+        dev.panamax.collectives.plan.Fit.Line exact = AllReduceModel.relativeFit(m, t);
+        assertEquals(20e-6, exact.alpha(), 1e-12);
+        assertEquals(1e-9, exact.beta(), 1e-18);
+        t[t.length - 1] *= 1.5;
+        double relative = AllReduceModel.relativeFit(m, t).alpha();
+        double plain = dev.panamax.collectives.plan.Fit.linear(m, t).alpha();
+        assertTrue(Math.abs(relative - 20e-6) < 5e-6, "relative fit a = " + relative);
+        assertTrue(Math.abs(plain - 20e-6) > 100e-6, "plain fit a = " + plain);
+    }
+
+    @Test
+    void rejectsBadArguments() {
+        assertThrows(IllegalArgumentException.class, () -> new AllReduceModel(-1, 1, 1));
+        assertThrows(IllegalArgumentException.class, () -> new AllReduceModel(1, Double.NaN, 1));
+        LocalRanks.run(1, comm -> {
+            assertThrows(IllegalArgumentException.class, () -> AllReduceModel.calibrate(comm, List.of(4096L), 1, 1));
+            assertThrows(IllegalArgumentException.class, () -> AllReduceModel.calibrate(comm, List.of(4096L, 4098L), 1, 1));
+            return null;
+        });
+    }
+}

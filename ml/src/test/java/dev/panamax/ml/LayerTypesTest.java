@@ -1,0 +1,138 @@
+package dev.panamax.ml;
+
+import dev.panamax.ml.bench.SyntheticModels;
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+
+import static dev.panamax.ml.LayerType.MERGED;
+import static dev.panamax.ml.LayerType.NORMAL;
+import static dev.panamax.ml.LayerType.SIMULTANEOUS;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class LayerTypesTest {
+    /** a = 1 s, b = 1 s/B, gamma = 1.5: times are easy to add up by hand. */
+    static final AllReduceModel UNIT = new AllReduceModel(1, 1, 1.5);
+
+    static BackwardProfile profile(double[] backward, long... bytes) {
+        return new BackwardProfile(0, backward, bytes);
+    }
+
+    /**
+     * Two 1-byte tensors ready at once. WFBP: 2 + 2 = 4 s. Merged: one all-reduce of 2 B, 3 s.
+     * Simultaneous: 1 + 1 * (1 + 0.5 * 1) = 2.5 s, which ASC finds by keeping tensor 0 normal
+     * (its look-ahead sees tensor 1 simultaneous) rather than merging it.
+     */
+    @Test
+    void twoTensorsReadyTogether() {
+        BackwardProfile p = profile(new double[]{0, 0}, 1, 1);
+        assertArrayEquals(new LayerType[]{NORMAL, NORMAL}, LayerTypes.decide(p, UNIT, SyncPolicy.WFBP));
+        assertArrayEquals(new LayerType[]{MERGED, NORMAL}, LayerTypes.decide(p, UNIT, SyncPolicy.MG_WFBP));
+        assertArrayEquals(new LayerType[]{NORMAL, SIMULTANEOUS}, LayerTypes.decide(p, UNIT, SyncPolicy.ASC_WFBP));
+        assertEquals(4, WfbpSimulator.simulate(p, UNIT, SyncPolicy.WFBP).iterationSeconds(), 1e-12);
+        assertEquals(3, WfbpSimulator.simulate(p, UNIT, SyncPolicy.MG_WFBP).iterationSeconds(), 1e-12);
+        assertEquals(2.5, WfbpSimulator.simulate(p, UNIT, SyncPolicy.ASC_WFBP).iterationSeconds(), 1e-12);
+    }
+
+    /**
+     * Three 1-byte tensors ready at once. MG: all three merged, 1 + 3 = 4 s. ASC, by hand: step 0
+     * merging (best continuation 4 s: {0,1,2}) beats normal (best 4.5 s: {0} with {1} simultaneous,
+     * then {2}); step 1 normal (then {2} simultaneous with {0,1}: 1 + (2 + 0.5 * 1) = 3.5 s) beats
+     * merging (4 s); step 2 simultaneous (3.5 s) beats normal ({0,1} then {2}: 3 + 2 = 5 s).
+     */
+    @Test
+    void threeTensorsReadyTogether() {
+        BackwardProfile p = profile(new double[]{0, 0, 0}, 1, 1, 1);
+        assertArrayEquals(new LayerType[]{MERGED, MERGED, NORMAL}, LayerTypes.decide(p, UNIT, SyncPolicy.MG_WFBP));
+        assertArrayEquals(new LayerType[]{MERGED, NORMAL, SIMULTANEOUS}, LayerTypes.decide(p, UNIT, SyncPolicy.ASC_WFBP));
+        assertEquals(4, WfbpSimulator.simulate(p, UNIT, SyncPolicy.MG_WFBP).iterationSeconds(), 1e-12);
+        assertEquals(3.5, WfbpSimulator.simulate(p, UNIT, SyncPolicy.ASC_WFBP).iterationSeconds(), 1e-12);
+    }
+
+    /**
+     * The paper's Q1: tensor 0's all-reduce (0 to 2 s) ends before tensor 1 is ready (10 s), so
+     * it stays normal; merging would wait for tensor 1 (10 to 13 s), and so would running them
+     * together (10 to 12.5 s), against 12 s with both normal.
+     */
+    @Test
+    void hiddenAllReduceStaysNormal() {
+        BackwardProfile p = profile(new double[]{0, 10}, 1, 1);
+        for (SyncPolicy policy : SyncPolicy.values()) {
+            assertArrayEquals(new LayerType[]{NORMAL, NORMAL}, LayerTypes.decide(p, UNIT, policy), policy.name());
+            assertEquals(12, WfbpSimulator.simulate(p, UNIT, policy).iterationSeconds(), 1e-12);
+        }
+    }
+
+    /** No startup cost: nothing is gained by merging; with gamma = 2 nothing by running together either. */
+    @Test
+    void noStartupAndFullContentionLeaveEverythingNormal() {
+        BackwardProfile p = profile(new double[]{0, 0.5, 0, 0.25, 0}, 3, 1, 4, 1, 5);
+        AllReduceModel m = new AllReduceModel(0, 1, 2);
+        for (SyncPolicy policy : SyncPolicy.values()) {
+            for (LayerType t : LayerTypes.decide(p, m, policy)) {
+                assertEquals(NORMAL, t, policy.name());
+            }
+        }
+    }
+
+    static final List<AllReduceModel> MODELS = List.of(
+            AllReduceModel.PAPER_10GBE,
+            // of the order of shared memory between processes on one host
+            new AllReduceModel(30e-6, 0.5e-9, 1.8),
+            // a slow network with a large startup, and links that multiplex well
+            new AllReduceModel(5e-3, 4e-9, 1.2));
+
+    /**
+     * On the four synthetic models and three cost models: WFBP >= MG-WFBP >= ASC-WFBP in the
+     * simulator (the second is not guaranteed by construction), the typing rules hold (last tensor
+     * not merged, first not simultaneous, at most two all-reduces at once), and with the paper's
+     * figures the fusion and the simultaneous all-reduces are actually used.
+     */
+    @Test
+    void syntheticModelsOrderAndShape() {
+        for (Map.Entry<String, Supplier<BackwardProfile>> e : SyntheticModels.all().entrySet()) {
+            BackwardProfile p = e.getValue().get();
+            for (AllReduceModel m : MODELS) {
+                String what = e.getKey() + " " + m;
+                double wfbp = WfbpSimulator.simulate(p, m, SyncPolicy.WFBP).iterationSeconds();
+                LayerType[] mg = LayerTypes.decide(p, m, SyncPolicy.MG_WFBP);
+                LayerType[] asc = LayerTypes.decide(p, m, SyncPolicy.ASC_WFBP);
+                double tMg = WfbpSimulator.simulate(p, m, mg).iterationSeconds();
+                double tAsc = WfbpSimulator.simulate(p, m, asc).iterationSeconds();
+                assertTrue(tMg <= wfbp * (1 + 1e-12), what + ": MG-WFBP " + tMg + " > WFBP " + wfbp);
+                assertTrue(tAsc <= tMg * (1 + 1e-12), what + ": ASC-WFBP " + tAsc + " > MG-WFBP " + tMg);
+                for (LayerType[] types : List.of(mg, asc)) {
+                    assertNotEquals(MERGED, types[types.length - 1], what);
+                    assertNotEquals(SIMULTANEOUS, types[0], what);
+                    for (int[] batch : Grouping.of(types).batches) {
+                        assertTrue(batch.length <= 2, what + ": " + batch.length + " all-reduces at once");
+                    }
+                }
+                for (LayerType t : mg) {
+                    assertNotEquals(SIMULTANEOUS, t, what);
+                }
+                if (m == AllReduceModel.PAPER_10GBE) {
+                    assertTrue(tMg < wfbp * 0.9, what + ": fusion should pay with a 1.4 ms startup");
+                    assertTrue(List.of(asc).contains(SIMULTANEOUS), what + ": no simultaneous all-reduce chosen");
+                }
+            }
+        }
+    }
+
+    /** The groups of a typing cover the tensors in order, each a run of merged tensors and the one ending it. */
+    @Test
+    void groupsAreConsecutiveRuns() {
+        LayerType[] t = {MERGED, MERGED, NORMAL, SIMULTANEOUS, MERGED, SIMULTANEOUS, NORMAL, MERGED, NORMAL};
+        Grouping g = Grouping.of(t);
+        assertArrayEquals(new int[][]{{0, 1, 2}, {3}, {4, 5}, {6}, {7, 8}}, g.groups);
+        // {3} and {4, 5} end simultaneous: they join the batch of {0, 1, 2} (group indices 0, 1, 2).
+        assertArrayEquals(new int[][]{{0, 1, 2}, {3}, {4}}, g.batches);
+        assertTrue(org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> Grouping.of(new LayerType[]{NORMAL, MERGED})).getMessage().contains("cannot be MERGED"));
+    }
+}

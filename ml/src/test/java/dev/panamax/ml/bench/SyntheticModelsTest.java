@@ -1,0 +1,26 @@
+package dev.panamax.ml.bench;
+
+import dev.panamax.ml.BackwardProfile;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The synthetic profiles have the paper's tensor counts (Table III) and parameter counts, and the assumed compute times. */
+class SyntheticModelsTest {
+    static void check(BackwardProfile p, int tensors, double millionParams, double forward, double backward) {
+        assertEquals(tensors, p.tensors());
+        double params = p.totalBytes() / 4.0 / 1e6;
+        assertTrue(Math.abs(params - millionParams) / millionParams < 0.05, params + " M parameters, expected about " + millionParams);
+        assertEquals(forward, p.forwardSeconds(), 1e-12);
+        assertEquals(backward, p.totalBackwardSeconds(), 1e-9);
+    }
+
+    @Test
+    void tensorAndParameterCounts() {
+        check(SyntheticModels.resnet152(), 467, 60.2, 0.091, 0.182);
+        check(SyntheticModels.densenet201(), 604, 20.0, 0.07, 0.14);
+        check(SyntheticModels.inceptionV4(), 449, 42.7, 0.062, 0.124);
+        check(SyntheticModels.bertBase(), 206, 110, 0.10, 0.20);
+    }
+}
