@@ -74,12 +74,12 @@ class MultiProcessTest {
     void fourProcessesAllReduce(String transportAndBuffers) throws Exception {
         String[] t = transportAndBuffers.split(" ");
         // 1M+3 floats: ring chunks of 1 MiB, past the by-reference and by-address thresholds.
-        fourProcessesAllReduce(t[0], t.length > 1 ? t[1] : "shared", 20, 1048579);
+        processesAllReduce(4, t[0], t.length > 1 ? t[1] : "shared", 20, 1048579);
     }
 
-    /** Four rank processes all-reduce {@code count} floats {@code iterations} times and check every element. */
-    static void fourProcessesAllReduce(String transport, String buffers, int iterations, long count) throws Exception {
-        List<Rank> ranks = launch(4, transport, Integer.toString(iterations), Long.toString(count), "60", buffers);
+    /** {@code n} rank processes all-reduce {@code count} floats {@code iterations} times and check every element. */
+    static void processesAllReduce(int n, String transport, String buffers, int iterations, long count) throws Exception {
+        List<Rank> ranks = launch(n, transport, Integer.toString(iterations), Long.toString(count), "60", buffers);
         for (Rank r : ranks) {
             assertTrue(r.process().waitFor(120, TimeUnit.SECONDS), "a rank did not finish");
             List<String> out = r.output().get(10, TimeUnit.SECONDS);
@@ -106,12 +106,20 @@ class MultiProcessTest {
     @ParameterizedTest
     @ValueSource(strings = {"shm", "tcp"})
     void aKilledRankFailsEveryOtherRankNamingIt(String transport) throws Exception {
+        killedRank(transport, 5, 60);
+    }
+
+    /**
+     * Four ranks with a communicator timeout of {@code timeoutSeconds} (which also bounds connecting);
+     * rank 2 is killed once all are inside their all-reduce loop, which must happen within
+     * {@code connectSeconds}; every other rank must fail naming it within the timeout plus 3 s.
+     */
+    static void killedRank(String transport, double timeoutSeconds, int connectSeconds) throws Exception {
         Set<String> before = shmEntries();
-        double timeoutSeconds = 5;
         List<Rank> ranks = launch(4, transport, "1000000", "262144", Double.toString(timeoutSeconds));
         try {
             // Wait until rank 2 is inside its all-reduce loop, then kill it without warning.
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(connectSeconds);
             Process victim = ranks.get(2).process();
             while (!ranks.stream().allMatch(r -> r.lines().stream().anyMatch(l -> l.startsWith("READY")))) {
                 assertTrue(System.nanoTime() < deadline, "the ranks did not connect");
