@@ -1,6 +1,7 @@
 package dev.panamax.collectives.internal;
 
 import dev.panamax.collectives.CollectiveException;
+import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -111,6 +112,15 @@ public abstract class Link implements AutoCloseable {
     public final void closeBlaming(int failedRank) {
         blame = failedRank;
         close();
+    }
+
+    /**
+     * The error a rank raises when this link's peer gave up because rank {@code failed} failed (the
+     * blame the peer passed on, see {@link #closeBlaming}).
+     */
+    protected final PeerFailedException peerGaveUp(int self, int failed, Throwable cause) {
+        return new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer
+                + " gave up because of it)", cause);
     }
 
     /** The rank passed to {@link #closeBlaming}, or -1. */

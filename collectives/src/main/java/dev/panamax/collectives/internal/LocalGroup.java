@@ -156,7 +156,7 @@ public final class LocalGroup {
             String reason = group.closedReason(peer);
             int failed = reason == null ? -1 : group.blamed(peer);
             if (failed >= 0) {
-                throw new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer + " gave up because of it)", null);
+                throw peerGaveUp(self, failed, null);
             }
             if (reason != null) {
                 throw new PeerFailedException(peer, "rank " + self + ": peer rank " + peer + " is gone: " + reason, null);

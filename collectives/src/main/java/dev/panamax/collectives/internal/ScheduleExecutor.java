@@ -186,6 +186,9 @@ final class ScheduleExecutor {
                 t[Slice.scratch(k)] = scratch.get(scratchBase + k, s.scratchCount(k) * e);
             }
             scratchBase += s.scratchBuffers();
+            if (registrar != null) {
+                registrar.register(t, t.length);
+            }
             tables[j] = t;
             stages = Math.max(stages, s.stages().size());
             total += s.problem().count();

@@ -27,6 +27,16 @@ final class TcpLink extends Link {
     /** A header of {@code -(BLAME_BASE + r)} instead of a length: the sender gave up because rank r failed. */
     private static final long BLAME_BASE = 2;
 
+    /** The header that passes on a blame: this side gave up because rank {@code failed} failed (also on the verbs transport's idle TCP connection). */
+    static long blameHeader(int failed) {
+        return -(BLAME_BASE + failed);
+    }
+
+    /** The rank a header blames, or -1 when it is a length. */
+    static int blamedRank(long header) {
+        return header <= -BLAME_BASE ? (int) (-header - BLAME_BASE) : -1;
+    }
+
     private final int self;
     private final SocketChannel channel;
     private final Arena arena = Arena.ofShared();
@@ -74,8 +84,7 @@ final class TcpLink extends Link {
         } catch (IOException e) {
             int failed = passedBlame();
             if (failed >= 0) {
-                throw new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer
-                        + " gave up because of it)", e);
+                throw peerGaveUp(self, failed, e);
             }
             throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer + " failed (peer died?): " + e.getMessage(), e);
         }
@@ -98,10 +107,7 @@ final class TcpLink extends Link {
         } catch (IOException | RuntimeException ignored) {
             // nothing more to read
         }
-        if (!recvHeader.hasRemaining() && recvHeader.getLong(0) <= -BLAME_BASE) {
-            return (int) (-recvHeader.getLong(0) - BLAME_BASE);
-        }
-        return -1;
+        return recvHeader.hasRemaining() ? -1 : blamedRank(recvHeader.getLong(0));
     }
 
     private void progressSends() throws IOException {
@@ -163,10 +169,9 @@ final class TcpLink extends Link {
                 long bytes = recvHeader.getLong(0);
                 recvHeader.clear();
                 r.headerDone = true;
-                if (bytes <= -BLAME_BASE) {
-                    int failed = (int) (-bytes - BLAME_BASE);
-                    throw new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer
-                            + " gave up because of it)", null);
+                int failed = blamedRank(bytes);
+                if (failed >= 0) {
+                    throw peerGaveUp(self, failed, null);
                 }
                 if (bytes != r.dst.byteSize()) {
                     throw new CollectiveException("rank " + peer + " sent " + bytes + " bytes but rank " + self + " expected "
@@ -261,10 +266,9 @@ final class TcpLink extends Link {
             if (got < 0) {
                 throw eof();
             }
-            if (!recvHeader.hasRemaining() && recvHeader.getLong(0) <= -BLAME_BASE) {
-                int failed = (int) (-recvHeader.getLong(0) - BLAME_BASE);
-                throw new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer
-                        + " gave up because of it)", null);
+            int failed = recvHeader.hasRemaining() ? -1 : blamedRank(recvHeader.getLong(0));
+            if (failed >= 0) {
+                throw peerGaveUp(self, failed, null);
             }
         }
     }
@@ -300,7 +304,7 @@ final class TcpLink extends Link {
         }
         try {
             sendHeader.clear();
-            sendHeader.putLong(0, -(BLAME_BASE + failed));
+            sendHeader.putLong(0, blameHeader(failed));
             channel.write(sendHeader);
         } catch (IOException | RuntimeException ignored) {
             // the connection is gone already

@@ -67,7 +67,6 @@ final class VerbsLink extends Link {
     static final int CHUNK_BYTES = 256 * 1024;
     static final long MAX_PIECE_BYTES = 1L << 30;
     private static final long RECV_TAG = 1L << 62;
-    private static final long BLAME_BASE = 2;
     private static final int POLL_BATCH = 16;
 
     private final int self;
@@ -466,10 +465,9 @@ final class VerbsLink extends Link {
         if (!liveness.hasRemaining()) {
             long h = liveness.getLong(0);
             liveness.clear();
-            if (h <= -BLAME_BASE) {
-                int failed = (int) (-h - BLAME_BASE);
-                throw new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer
-                        + " gave up because of it)", null);
+            int failed = TcpLink.blamedRank(h);
+            if (failed >= 0) {
+                throw peerGaveUp(self, failed, null);
             }
         }
         if (got < 0) {
@@ -482,7 +480,7 @@ final class VerbsLink extends Link {
         int failed = blame();
         if (failed >= 0) {
             try {
-                ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, -(BLAME_BASE + failed));
+                ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, TcpLink.blameHeader(failed));
                 channel.write(b);
             } catch (IOException | RuntimeException ignored) {
                 // the connection is gone already
