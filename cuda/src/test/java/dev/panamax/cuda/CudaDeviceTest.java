@@ -6,6 +6,7 @@ import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -16,7 +17,7 @@ class CudaDeviceTest {
     void describesTheDevice() {
         CudaDevice device = GpuTestSupport.device();
         assertTrue(Cuda.isAvailable());
-        assertEquals(null, Cuda.unavailabilityCause());
+        assertNull(Cuda.unavailabilityCause());
         assertTrue(Cuda.driverVersion() >= 12000, "driver CUDA version " + Cuda.driverVersion());
         assertEquals(GpuTestSupport.ORDINAL, device.ordinal());
         String name = device.name();
