@@ -1,0 +1,90 @@
+package dev.panamax.cuda.internal;
+
+import dev.panamax.bindings.NativeLibrary;
+import dev.panamax.bindings.cuda.cuda_h;
+import dev.panamax.bindings.cuda.support.CudaMacros;
+import dev.panamax.cuda.CudaException;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+
+/** Error checking, the current-context rule and the few driver calls the generated bindings lack. */
+public final class Driver {
+    private Driver() {
+    }
+
+    /** Throws a {@link CudaException} for {@code call} when {@code rc} is not {@code CUDA_SUCCESS}. */
+    public static void check(int rc, String call) {
+        if (rc != 0) {
+            throw error(call, rc);
+        }
+    }
+
+    /** The exception for a failed call, named with the driver's table. */
+    public static CudaException error(String call, int code) {
+        return error(call, code, ErrorNames.DRIVER);
+    }
+
+    /** The exception for a failed call, named with {@code names}; unknown codes keep their number. */
+    public static CudaException error(String call, int code, ErrorNames names) {
+        String name = names.name(code);
+        String description = names.description(code);
+        return new CudaException(call, code, name != null ? name : "CUresult " + code,
+                description != null ? description : "unknown error code");
+    }
+
+    /**
+     * Makes {@code context} current on the calling thread. Every call that needs a context makes its owner's
+     * context current first: threads share contexts and another library may have changed the current one.
+     */
+    public static void setCurrent(MemorySegment context) {
+        int rc = cuda_h.cuCtxSetCurrent(context);
+        if (rc != 0) {
+            throw error("cuCtxSetCurrent(" + hex(context.address()) + ")", rc);
+        }
+    }
+
+    /** Waits for the work queued on the legacy default stream, which the synchronous copies use. */
+    public static void synchronizeLegacyStream() {
+        check(cuda_h.cuStreamSynchronize(CudaMacros.CU_STREAM_LEGACY), "cuStreamSynchronize(CU_STREAM_LEGACY)");
+    }
+
+    /** {@code 0x...}. */
+    public static String hex(long address) {
+        return "0x" + Long.toHexString(address);
+    }
+
+    /**
+     * The size of the allocation that contains {@code address} ({@code cuMemGetAddressRange_v2}), and its
+     * base in {@code base[0]}.
+     */
+    public static long allocationRange(long address, long[] base) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment pbase = arena.allocate(ValueLayout.JAVA_LONG);
+            MemorySegment psize = arena.allocate(ValueLayout.JAVA_LONG);
+            int rc;
+            try {
+                rc = (int) AddressRange.HANDLE.invokeExact(pbase, psize, address);
+            } catch (Error | RuntimeException e) {
+                throw e;
+            } catch (Throwable t) {
+                throw new AssertionError(t);
+            }
+            check(rc, "cuMemGetAddressRange_v2(" + hex(address) + ")");
+            base[0] = pbase.get(ValueLayout.JAVA_LONG, 0);
+            return psize.get(ValueLayout.JAVA_LONG, 0);
+        }
+    }
+
+    /** Not in the generated bindings: {@code CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)}. */
+    private static final class AddressRange {
+        static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(
+                NativeLibrary.CUDA.lookup().findOrThrow("cuMemGetAddressRange_v2"),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS,
+                        ValueLayout.JAVA_LONG));
+    }
+}

@@ -1,0 +1,27 @@
+package dev.panamax.cuda;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Without libcuda the API says so, naming the library and the setting that would point at it. */
+class MissingLibraryTest {
+
+    @Test
+    void missingLibraryIsReportedWithTheLibraryAndTheSetting() throws Exception {
+        String missing = "/nonexistent/panamax/libcuda.so.1";
+        GpuTestSupport.ChildResult r = GpuTestSupport.runJvm(List.of("-Dpanamax.library.cuda=" + missing),
+                MissingLibraryMain.class, List.of(), 60);
+        String out = r.output();
+        assertEquals(0, r.exitCode(), out);
+        String cause = "libcuda.so.1: library not available (" + missing
+                + ", set by panamax.library.cuda or PANAMAX_LIBRARY_CUDA, does not exist)";
+        assertTrue(out.contains("available=false\n"), out);
+        assertTrue(out.contains("cause=UnsatisfiedLinkError: " + cause + "\n"), out);
+        assertTrue(out.contains("deviceCount=CUDA is not available: " + cause + "\n"), out);
+        assertTrue(out.contains("device=CUDA is not available: " + cause + "\n"), out);
+    }
+}
