@@ -24,7 +24,8 @@
 //   dynamic shared memory 0; any stream. count 0 may be launched (it does nothing) or skipped.
 // The loops are grid-stride, so any grid of at least one block gives the full result; the rule
 // above gives each thread one 16-byte pack per pass and caps the grid at a full GPU
-// (8 blocks of 256 = 2048 threads, the maximum resident per multiprocessor on sm_80 and sm_90).
+// (8 blocks of 256 = 2048 threads, the maximum resident per multiprocessor on sm_80 and sm_90;
+// __launch_bounds__(256, 8) keeps every kernel within the 32 registers that allows).
 //
 // Semantics, as the host kernels (ScalarKernels, Half):
 //   integers: two's complement, SUM and PROD wrap; i8 compares signed, u8 unsigned;
@@ -44,6 +45,8 @@
 namespace {
 
 constexpr int kBlockSize = 256;
+// 8 x 256 = 2048 resident threads, the sm_80 and sm_90 maximum: keeps each kernel at <= 32 registers.
+constexpr int kBlocksPerMultiprocessor = 8;
 constexpr int kPackBytes = 16;
 
 // ---- Element types: storage in memory, the type arithmetic happens in, and conversions. ----
@@ -247,7 +250,7 @@ __device__ __forceinline__ unsigned long long gridThreads() {
 // ---- Entry points. ----
 
 #define PANAMAX_REDUCE(op, Op, type, Type)                                                       \
-    extern "C" __global__ void __launch_bounds__(kBlockSize) panamax_reduce_##op##_##type(      \
+    extern "C" __global__ void __launch_bounds__(kBlockSize, kBlocksPerMultiprocessor) panamax_reduce_##op##_##type(      \
         Type::Storage* inout, const Type::Storage* in, unsigned long long count) {               \
         reduce<Type, Op>(inout, in, count, firstIndex(), gridThreads());                         \
     }
@@ -257,7 +260,7 @@ __device__ __forceinline__ unsigned long long gridThreads() {
     PANAMAX_REDUCE(prod, Prod, type, Type)                                                       \
     PANAMAX_REDUCE(min, Min, type, Type)                                                         \
     PANAMAX_REDUCE(max, Max, type, Type)                                                         \
-    extern "C" __global__ void __launch_bounds__(kBlockSize) panamax_divide_##type(             \
+    extern "C" __global__ void __launch_bounds__(kBlockSize, kBlocksPerMultiprocessor) panamax_divide_##type(             \
         Type::Storage* inout, unsigned long long count, int divisor) {                           \
         divide<Type>(inout, count, divisor, firstIndex(), gridThreads());                        \
     }
