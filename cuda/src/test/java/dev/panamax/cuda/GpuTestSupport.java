@@ -39,6 +39,23 @@ final class GpuTestSupport {
         return device().retainPrimaryContext();
     }
 
+    /**
+     * The context of the test device, skipping also when NCCL is not available (no libnccl.so.2; point
+     * PANAMAX_LIBRARY_NCCL at the one in the Python package nvidia-nccl-cu13). PANAMAX_REQUIRE_NCCL=1 makes
+     * that reason a failure.
+     */
+    static CudaContext ncclContext() {
+        CudaDevice device = device();
+        if (!Nccl.isAvailable()) {
+            String reason = "no NCCL: " + Nccl.unavailabilityCause().getMessage();
+            if ("1".equals(System.getenv("PANAMAX_REQUIRE_NCCL"))) {
+                fail("PANAMAX_REQUIRE_NCCL=1 but " + reason);
+            }
+            abort(reason);
+        }
+        return device.retainPrimaryContext();
+    }
+
     private static void skip(String reason) {
         if ("1".equals(System.getenv("PANAMAX_REQUIRE_GPU"))) {
             fail("PANAMAX_REQUIRE_GPU=1 but " + reason);

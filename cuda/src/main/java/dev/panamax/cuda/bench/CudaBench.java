@@ -1,17 +1,24 @@
 package dev.panamax.cuda.bench;
 
 import dev.panamax.bindings.cuda.cuda_h;
+import dev.panamax.bindings.nccl.nccl_h;
 import dev.panamax.cuda.Cuda;
 import dev.panamax.cuda.CudaContext;
 import dev.panamax.cuda.CudaDevice;
 import dev.panamax.cuda.CudaEvent;
 import dev.panamax.cuda.CudaStream;
 import dev.panamax.cuda.DeviceMemory;
+import dev.panamax.cuda.Nccl;
+import dev.panamax.cuda.NcclCommunicator;
 import dev.panamax.cuda.PinnedMemory;
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.Locale;
 
 /**
@@ -38,7 +45,8 @@ public final class CudaBench {
                               --max-mib M   the largest copy, in MiB; sizes double from 1 MiB (default 256)
                               --calls C     driver calls per overhead run (default 2000000)
                             Prints the device, the FFM cost per driver call (ns) and the copy bandwidth (GB/s,
-                            1e9 bytes/s) of pinned host->device, device->host and device->device copies.""");
+                            1e9 bytes/s) of pinned host->device, device->host and device->device copies; with NCCL
+                            (PANAMAX_LIBRARY_NCCL), the cost of NCCL calls and one-rank all-reduce latency.""");
                     return;
                 }
                 case "--device" -> ordinal = Integer.parseInt(value(args, ++i));
@@ -62,6 +70,7 @@ public final class CudaBench {
         try (CudaContext context = device.retainPrimaryContext()) {
             overhead(context, calls);
             bandwidth(context, maxMib * MIB);
+            nccl(context, calls);
         }
     }
 
@@ -155,5 +164,71 @@ public final class CudaBench {
         end.synchronize();
         double seconds = end.elapsedMillisSince(start) / 1e3;
         return size * (double) reps / seconds / 1e9;
+    }
+
+    /**
+     * With NCCL available: the FFM cost of NCCL calls on a one-rank communicator ({@code ncclCommCount},
+     * {@code ncclCommGetAsyncError}, and {@code NcclCommunicator.asyncError()}; ns/call, best of 5 runs) and
+     * the latency of a one-rank float32 all-reduce, 8 B to 1 MiB (us per call, waited for each time with
+     * {@code NcclCommunicator.await}, median of 5 runs).
+     */
+    private static void nccl(CudaContext context, long calls) {
+        if (!Nccl.isAvailable()) {
+            System.out.println("NCCL: not available (" + Nccl.unavailabilityCause().getMessage() + ")");
+            return;
+        }
+        System.out.println("NCCL " + Nccl.versionString() + ", one-rank non-blocking communicator");
+        Duration timeout = Duration.ofSeconds(60);
+        long ncclCalls = Math.max(1, calls / 4);
+        try (CudaStream stream = context.createStream();
+             NcclCommunicator comm = NcclCommunicator.create(context, 0, 1, Nccl.newUniqueId(), timeout);
+             Arena arena = Arena.ofConfined()) {
+            MemorySegment handle = comm.handle();
+            MemorySegment out = arena.allocate(ValueLayout.JAVA_INT);
+            System.out.printf(Locale.ROOT, "NCCL call cost (ns/call, best of 5 runs of %d calls):%n", ncclCalls);
+            report("ncclCommCount", best(ncclCalls, () -> {
+                for (long i = 0; i < ncclCalls; i++) {
+                    if (nccl_h.ncclCommCount(handle, out) != 0) {
+                        throw new IllegalStateException("ncclCommCount failed");
+                    }
+                }
+            }));
+            report("ncclCommGetAsyncError", best(ncclCalls, () -> {
+                for (long i = 0; i < ncclCalls; i++) {
+                    if (nccl_h.ncclCommGetAsyncError(handle, out) != 0) {
+                        throw new IllegalStateException("ncclCommGetAsyncError failed");
+                    }
+                }
+            }));
+            report("NcclCommunicator.asyncError", best(ncclCalls, () -> {
+                for (long i = 0; i < ncclCalls; i++) {
+                    if (comm.asyncError().isPresent()) {
+                        throw new IllegalStateException("asynchronous NCCL error");
+                    }
+                }
+            }));
+            System.out.println("one-rank all-reduce latency (float32 SUM, out of place; us per call incl. await, median of 5 runs):");
+            System.out.printf(Locale.ROOT, "  %10s %10s%n", "size", "us");
+            try (DeviceMemory send = context.allocate(MIB); DeviceMemory recv = context.allocate(MIB)) {
+                send.fill((byte) 0);
+                for (long bytes = 8; bytes <= MIB; bytes *= 2) {
+                    long count = bytes / 4;
+                    DeviceMemory s = send.slice(0, bytes);
+                    DeviceMemory r = recv.slice(0, bytes);
+                    int reps = 2000;
+                    double[] runs = new double[5];
+                    for (int run = 0; run < runs.length; run++) {
+                        long t0 = System.nanoTime();
+                        for (int i = 0; i < reps; i++) {
+                            comm.allReduce(s, r, count, DataType.FLOAT32, ReduceOp.SUM, stream);
+                            comm.await(stream, timeout);
+                        }
+                        runs[run] = (System.nanoTime() - t0) / 1e3 / reps;
+                    }
+                    Arrays.sort(runs);
+                    System.out.printf(Locale.ROOT, "  %8d B %10.2f%n", bytes, runs[runs.length / 2]);
+                }
+            }
+        }
     }
 }
