@@ -21,9 +21,10 @@ import static dev.panamax.cuda.internal.Driver.hex;
  * <p>Every method that needs a context makes this one current on the calling thread first
  * ({@code cuCtxSetCurrent}), so a context and what it created may be used from any thread.
  *
- * <p>It owns the streams, events, device memory and pinned memory created from it. {@link #close()} waits
- * for the device, closes them (events, streams, device memory, pinned memory) and then releases the primary
- * context, once; closing again does nothing.
+ * <p>It owns the streams, events, device memory and pinned memory created from it, and the
+ * {@linkplain ReductionKernels#load kernels loaded} into it. {@link #close()} waits for the device, closes them
+ * (events, streams, kernels, device memory, pinned memory) and then releases the primary context, once; closing
+ * again does nothing.
  */
 public final class CudaContext implements AutoCloseable {
     private final CudaDevice device;
@@ -32,6 +33,7 @@ public final class CudaContext implements AutoCloseable {
     private final Set<CudaStream> streams = ConcurrentHashMap.newKeySet();
     private final Set<DeviceMemory> memory = ConcurrentHashMap.newKeySet();
     private final Set<PinnedMemory> pinned = ConcurrentHashMap.newKeySet();
+    private final Set<ReductionKernels> kernels = ConcurrentHashMap.newKeySet();
     private volatile boolean closed;
 
     CudaContext(CudaDevice device, MemorySegment handle) {
@@ -266,6 +268,7 @@ public final class CudaContext implements AutoCloseable {
     public void close() {
         List<CudaEvent> e;
         List<CudaStream> s;
+        List<ReductionKernels> k;
         List<DeviceMemory> m;
         List<PinnedMemory> p;
         synchronized (this) {
@@ -275,6 +278,7 @@ public final class CudaContext implements AutoCloseable {
             closed = true;
             e = List.copyOf(events);
             s = List.copyOf(streams);
+            k = List.copyOf(kernels);
             m = List.copyOf(memory);
             p = List.copyOf(pinned);
         }
@@ -286,6 +290,7 @@ public final class CudaContext implements AutoCloseable {
         });
         e.forEach(x -> closer.run(x::close));
         s.forEach(x -> closer.run(x::close));
+        k.forEach(x -> closer.run(x::close));
         m.forEach(x -> closer.run(x::close));
         p.forEach(x -> closer.run(x::close));
         closer.run(() -> Driver.check(cuda_h.cuDevicePrimaryCtxRelease_v2(device.handle()),
@@ -317,6 +322,15 @@ public final class CudaContext implements AutoCloseable {
 
     void forget(PinnedMemory m) {
         pinned.remove(m);
+    }
+
+    /** Takes ownership of kernels loaded into this context; the caller holds this context's lock. */
+    void adopt(ReductionKernels k) {
+        kernels.add(k);
+    }
+
+    void forget(ReductionKernels k) {
+        kernels.remove(k);
     }
 
     @Override

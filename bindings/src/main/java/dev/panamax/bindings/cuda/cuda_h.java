@@ -3827,6 +3827,68 @@ public class cuda_h extends cuda_h$shared {
         }
     }
 
+    private static class cuMemGetAddressRange_v2 {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_h.C_INT,
+            cuda_h.C_POINTER,
+            cuda_h.C_POINTER,
+            cuda_h.C_LONG_LONG
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cuMemGetAddressRange_v2");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+     * }
+     */
+    public static FunctionDescriptor cuMemGetAddressRange_v2$descriptor() {
+        return cuMemGetAddressRange_v2.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+     * }
+     */
+    public static MethodHandle cuMemGetAddressRange_v2$handle() {
+        return cuMemGetAddressRange_v2.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+     * }
+     */
+    public static MemorySegment cuMemGetAddressRange_v2$address() {
+        return cuMemGetAddressRange_v2.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+     * }
+     */
+    public static int cuMemGetAddressRange_v2(MemorySegment pbase, MemorySegment psize, long dptr) {
+        var mh$ = cuMemGetAddressRange_v2.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuMemGetAddressRange_v2", pbase, psize, dptr);
+            }
+            return (int)mh$.invokeExact(pbase, psize, dptr);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class cuMemFreeHost {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             cuda_h.C_INT,
@@ -4752,6 +4814,68 @@ public class cuda_h extends cuda_h$shared {
         }
     }
 
+    private static class cuStreamWaitEvent {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_h.C_INT,
+            cuda_h.C_POINTER,
+            cuda_h.C_POINTER,
+            cuda_h.C_INT
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cuStreamWaitEvent");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+     * }
+     */
+    public static FunctionDescriptor cuStreamWaitEvent$descriptor() {
+        return cuStreamWaitEvent.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+     * }
+     */
+    public static MethodHandle cuStreamWaitEvent$handle() {
+        return cuStreamWaitEvent.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+     * }
+     */
+    public static MemorySegment cuStreamWaitEvent$address() {
+        return cuStreamWaitEvent.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+     * }
+     */
+    public static int cuStreamWaitEvent(MemorySegment hStream, MemorySegment hEvent, int Flags) {
+        var mh$ = cuStreamWaitEvent.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuStreamWaitEvent", hStream, hEvent, Flags);
+            }
+            return (int)mh$.invokeExact(hStream, hEvent, Flags);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
     private static class cuStreamQuery {
         public static final FunctionDescriptor DESC = FunctionDescriptor.of(
             cuda_h.C_INT,
@@ -5047,6 +5171,66 @@ public class cuda_h extends cuda_h$shared {
                 traceDowncall("cuEventRecord", hEvent, hStream);
             }
             return (int)mh$.invokeExact(hEvent, hStream);
+        } catch (Error | RuntimeException ex) {
+           throw ex;
+        } catch (Throwable ex$) {
+           throw new AssertionError("should not reach here", ex$);
+        }
+    }
+
+    private static class cuEventQuery {
+        public static final FunctionDescriptor DESC = FunctionDescriptor.of(
+            cuda_h.C_INT,
+            cuda_h.C_POINTER
+        );
+
+        public static final MemorySegment ADDR = SYMBOL_LOOKUP.findOrThrow("cuEventQuery");
+
+        public static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(ADDR, DESC);
+    }
+
+    /**
+     * Function descriptor for:
+     * {@snippet lang=c :
+     * CUresult cuEventQuery(CUevent hEvent)
+     * }
+     */
+    public static FunctionDescriptor cuEventQuery$descriptor() {
+        return cuEventQuery.DESC;
+    }
+
+    /**
+     * Downcall method handle for:
+     * {@snippet lang=c :
+     * CUresult cuEventQuery(CUevent hEvent)
+     * }
+     */
+    public static MethodHandle cuEventQuery$handle() {
+        return cuEventQuery.HANDLE;
+    }
+
+    /**
+     * Address for:
+     * {@snippet lang=c :
+     * CUresult cuEventQuery(CUevent hEvent)
+     * }
+     */
+    public static MemorySegment cuEventQuery$address() {
+        return cuEventQuery.ADDR;
+    }
+
+    /**
+     * {@snippet lang=c :
+     * CUresult cuEventQuery(CUevent hEvent)
+     * }
+     */
+    public static int cuEventQuery(MemorySegment hEvent) {
+        var mh$ = cuEventQuery.HANDLE;
+        try {
+            if (TRACE_DOWNCALLS) {
+                traceDowncall("cuEventQuery", hEvent);
+            }
+            return (int)mh$.invokeExact(hEvent);
         } catch (Error | RuntimeException ex) {
            throw ex;
         } catch (Throwable ex$) {

@@ -1,18 +1,14 @@
 package dev.panamax.cuda.internal;
 
-import dev.panamax.bindings.NativeLibrary;
 import dev.panamax.bindings.cuda.cuda_h;
 import dev.panamax.bindings.cuda.support.CudaMacros;
 import dev.panamax.cuda.CudaException;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 
-/** Error checking, the current-context rule and the few driver calls the generated bindings lack. */
+/** Error checking and the current-context rule. */
 public final class Driver {
     private Driver() {
     }
@@ -66,25 +62,10 @@ public final class Driver {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pbase = arena.allocate(ValueLayout.JAVA_LONG);
             MemorySegment psize = arena.allocate(ValueLayout.JAVA_LONG);
-            int rc;
-            try {
-                rc = (int) AddressRange.HANDLE.invokeExact(pbase, psize, address);
-            } catch (Error | RuntimeException e) {
-                throw e;
-            } catch (Throwable t) {
-                throw new AssertionError(t);
-            }
+            int rc = cuda_h.cuMemGetAddressRange_v2(pbase, psize, address);
             check(rc, "cuMemGetAddressRange_v2(" + hex(address) + ")");
             base[0] = pbase.get(ValueLayout.JAVA_LONG, 0);
             return psize.get(ValueLayout.JAVA_LONG, 0);
         }
-    }
-
-    /** Not in the generated bindings: {@code CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)}. */
-    private static final class AddressRange {
-        static final MethodHandle HANDLE = Linker.nativeLinker().downcallHandle(
-                NativeLibrary.CUDA.lookup().findOrThrow("cuMemGetAddressRange_v2"),
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS,
-                        ValueLayout.JAVA_LONG));
     }
 }
