@@ -75,6 +75,15 @@ public final class DeviceMemory implements AutoCloseable {
         return root != this;
     }
 
+    /**
+     * The allocation (or IPC mapping) this memory belongs to: itself unless it is a {@link #slice} view.
+     * Only whole allocations can be exported ({@link #ipcHandle}), so a peer that maps a view needs the
+     * allocation's handle and {@code address() - allocation().address()}.
+     */
+    public DeviceMemory allocation() {
+        return root;
+    }
+
     /** Whether it (for a view: its allocation) is not closed. */
     public boolean isOpen() {
         return !root.closed.get();
