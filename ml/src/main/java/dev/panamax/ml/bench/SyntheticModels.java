@@ -40,6 +40,34 @@ public final class SyntheticModels {
         return m;
     }
 
+    /**
+     * Two probes, not models: profiles where the cost model predicts wide gaps between the
+     * policies, so that a measurement can confirm or contradict its ordering on a machine whose
+     * run-to-run noise hides the paper models' smaller gaps.
+     * <ul>
+     * <li>{@code comm-bound}: 32 tensors of 16 MiB, all ready within 20 ms of backward:
+     *     communication dominates; one fused all-reduce beats 32 (a), and two all-reduces run
+     *     together beat one of twice the bytes wherever gamma is below 2 (eq. 9).</li>
+     * <li>{@code many-small}: 512 tensors of 16 KiB, ready over 20 ms: start-up bound; fusing
+     *     saves hundreds of a.</li>
+     * </ul>
+     */
+    public static Map<String, Supplier<BackwardProfile>> probes() {
+        java.util.LinkedHashMap<String, Supplier<BackwardProfile>> m = new java.util.LinkedHashMap<>();
+        m.put("comm-bound", () -> uniform(32, 16L << 20, 0.01, 0.02));
+        m.put("many-small", () -> uniform(512, 16L << 10, 0.01, 0.02));
+        return m;
+    }
+
+    /** {@code tensors} tensors of {@code bytes} each, the backward time spread evenly. */
+    static BackwardProfile uniform(int tensors, long bytes, double forwardSeconds, double backwardSeconds) {
+        double[] t = new double[tensors];
+        long[] b = new long[tensors];
+        java.util.Arrays.fill(t, backwardSeconds / tensors);
+        java.util.Arrays.fill(b, bytes);
+        return new BackwardProfile(forwardSeconds, t, b);
+    }
+
     /** Layers in forward order; each has its tensors (parameter counts) and work (any unit). */
     private static final class Net {
         private final List<long[]> tensors = new ArrayList<>();

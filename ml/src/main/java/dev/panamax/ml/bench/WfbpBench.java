@@ -39,6 +39,7 @@ public final class WfbpBench {
 
     public static void main(String[] args) {
         List<String> models = new ArrayList<>(SyntheticModels.all().keySet());
+        models.addAll(SyntheticModels.probes().keySet());
         double sizeScale = 1.0 / 16;
         double timeScale = 0.1;
         int warmup = 2;
@@ -69,9 +70,10 @@ public final class WfbpBench {
                         "sim-ms", "allr", "fused", "pairs");
             }
             for (String name : models) {
-                var supplier = SyntheticModels.all().get(name);
+                var supplier = SyntheticModels.all().getOrDefault(name, SyntheticModels.probes().get(name));
                 if (supplier == null) {
-                    throw new IllegalArgumentException("unknown model " + name + "; known: " + SyntheticModels.all().keySet());
+                    throw new IllegalArgumentException("unknown model " + name + "; known: " + SyntheticModels.all().keySet() + " and the probes "
+                            + SyntheticModels.probes().keySet());
                 }
                 BackwardProfile p = scale(supplier.get(), sizeScale, timeScale);
                 int np = SyncPolicy.values().length;

@@ -23,4 +23,17 @@ class SyntheticModelsTest {
         check(SyntheticModels.inceptionV4(), 449, 42.7, 0.062, 0.124);
         check(SyntheticModels.bertBase(), 206, 110, 0.10, 0.20);
     }
+
+    @Test
+    void probes() {
+        var probes = SyntheticModels.probes();
+        assertEquals(java.util.List.of("comm-bound", "many-small"), java.util.List.copyOf(probes.keySet()));
+        BackwardProfile comm = probes.get("comm-bound").get();
+        assertEquals(32, comm.tensors());
+        assertEquals(32L * (16 << 20), comm.totalBytes());
+        assertEquals(0.02, comm.totalBackwardSeconds(), 1e-12);
+        BackwardProfile small = probes.get("many-small").get();
+        assertEquals(512, small.tensors());
+        assertEquals(512L * (16 << 10), small.totalBytes());
+    }
 }
