@@ -7,4 +7,8 @@ public class CollectiveTimeoutException extends CollectiveException {
     public CollectiveTimeoutException(String message) {
         super(message);
     }
+
+    public CollectiveTimeoutException(String message, Throwable cause) {
+        super(message, cause);
+    }
 }

@@ -2,12 +2,14 @@ package dev.panamax.collectives.bench;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.CommunicatorBuilder;
+import dev.panamax.collectives.GpuBackend;
 import dev.panamax.collectives.GpuCommunicator;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.cuda.Cuda;
 import dev.panamax.cuda.CudaContext;
 import dev.panamax.cuda.DeviceMemory;
+import dev.panamax.cuda.Nccl;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -21,13 +23,17 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 /**
- * All-reduce of float32 SUM on device memory through {@link GpuCommunicator} (CUDA IPC between
- * rank processes on one host), printed like nccl-tests: size, count, time per call, algbw =
- * size / time and busbw = algbw * 2(n-1)/n (GB/s = 1e9 bytes/s), for ring and rhd.
+ * All-reduce of float32 SUM on device memory through {@link GpuCommunicator} (own stages: CUDA IPC
+ * between rank processes on one host; or NCCL, one device per rank), printed like nccl-tests: size,
+ * count, time per call, algbw = size / time and busbw = algbw * 2(n-1)/n (GB/s = 1e9 bytes/s), for
+ * ring and rhd (own stages) or NCCL's choice.
  *
  * <pre>
- * GpuAllReduceBench [--ranks 2] [--max-mib 256] [--iters 20] [--warmup 5] [--algorithms ring,rhd]
+ * GpuAllReduceBench [--ranks 2] [--backend stages|nccl] [--max-mib 256] [--iters 20] [--warmup 5] [--algorithms ring,rhd]
  * </pre>
+ *
+ * With {@code --backend nccl} rank r uses device {@code r}, so {@code --ranks} must not exceed the
+ * devices; the own stages put every rank on {@code PANAMAX_CUDA_DEVICE} (default 0).
  *
  * Without {@code PANAMAX_RANK} in the environment it is the launcher: it starts the rank processes
  * (this class, same JVM options and class path) and relays rank 0's output. Times are the
@@ -42,7 +48,8 @@ public final class GpuAllReduceBench {
         long maxMib = 256;
         int iters = 20;
         int warmup = 5;
-        String algorithms = "ring,rhd";
+        String algorithms = null;
+        GpuBackend backend = GpuBackend.STAGES;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--ranks" -> ranks = Integer.parseInt(args[++i]);
@@ -50,22 +57,36 @@ public final class GpuAllReduceBench {
                 case "--iters" -> iters = Integer.parseInt(args[++i]);
                 case "--warmup" -> warmup = Integer.parseInt(args[++i]);
                 case "--algorithms" -> algorithms = args[++i];
+                case "--backend" -> backend = GpuBackend.valueOf(args[++i].toUpperCase(java.util.Locale.ROOT));
                 default -> {
-                    System.err.println("usage: GpuAllReduceBench [--ranks N] [--max-mib M] [--iters I] [--warmup W] [--algorithms ring,rhd]");
+                    System.err.println("usage: GpuAllReduceBench [--ranks N] [--backend stages|nccl] [--max-mib M] [--iters I] [--warmup W] "
+                            + "[--algorithms ring,rhd]");
                     System.exit(2);
                 }
             }
         }
         if (System.getenv("PANAMAX_RANK") == null) {
-            System.exit(launch(ranks, args));
+            System.exit(launch(ranks, backend, args));
         }
-        rank(maxMib << 20, iters, warmup, algorithms.split(","));
+        if (algorithms == null) {
+            algorithms = backend == GpuBackend.NCCL ? "nccl" : "ring,rhd";
+        }
+        rank(backend, maxMib << 20, iters, warmup, algorithms.split(","));
     }
 
     /** Starts the ranks; returns 0 when all exit with 0. */
-    private static int launch(int ranks, String[] args) throws IOException, InterruptedException {
+    private static int launch(int ranks, GpuBackend backend, String[] args) throws IOException, InterruptedException {
         if (!Cuda.isAvailable()) {
             System.out.println("GpuAllReduceBench: no CUDA: " + Cuda.unavailabilityCause().getMessage());
+            return 1;
+        }
+        if (backend == GpuBackend.NCCL && !Nccl.isAvailable()) {
+            System.out.println("GpuAllReduceBench: no NCCL: " + Nccl.unavailabilityCause().getMessage());
+            return 1;
+        }
+        if (backend == GpuBackend.NCCL && ranks > Cuda.deviceCount()) {
+            System.out.println("GpuAllReduceBench: --backend nccl needs a device per rank: " + ranks + " ranks, "
+                    + Cuda.deviceCount() + " device(s)");
             return 1;
         }
         int port;
@@ -85,6 +106,9 @@ public final class GpuAllReduceBench {
             pb.environment().put("PANAMAX_MASTER_ADDR", "127.0.0.1");
             pb.environment().put("PANAMAX_MASTER_PORT", Integer.toString(port));
             pb.environment().remove("PANAMAX_NODE");
+            if (backend == GpuBackend.NCCL) {
+                pb.environment().put("PANAMAX_CUDA_DEVICE", Integer.toString(r));
+            }
             // rank 0 prints the table; the others only their errors
             pb.redirectOutput(r == 0 ? ProcessBuilder.Redirect.INHERIT : ProcessBuilder.Redirect.DISCARD);
             pb.redirectError(ProcessBuilder.Redirect.INHERIT);
@@ -107,18 +131,19 @@ public final class GpuAllReduceBench {
         return status;
     }
 
-    private static void rank(long maxBytes, int iters, int warmup, String[] algorithms) {
+    private static void rank(GpuBackend backend, long maxBytes, int iters, int warmup, String[] algorithms) {
         int device = Integer.parseInt(System.getenv().getOrDefault("PANAMAX_CUDA_DEVICE", "0"));
         try (Communicator host = Panamax.builder().config(LaunchConfig.fromEnvironment())
                 .transport(CommunicatorBuilder.TransportKind.SHM).timeout(Duration.ofSeconds(120)).connect();
              CudaContext ctx = Cuda.device(device).retainPrimaryContext();
-             GpuCommunicator gpu = GpuCommunicator.create(host, ctx);
+             GpuCommunicator gpu = GpuCommunicator.create(host, ctx, backend);
              DeviceMemory buf = ctx.allocate(maxBytes)) {
             int n = gpu.size();
             buf.fill((byte) 0);
             java.lang.foreign.MemorySegment t = java.lang.foreign.Arena.ofAuto().allocate(8, 8);
             if (gpu.rank() == 0) {
-                System.out.println("# GpuAllReduceBench: " + n + " rank processes on " + ctx.device().name() + ", float32 sum, in place, "
+                System.out.println("# GpuAllReduceBench: " + n + " rank processes on " + ctx.device().name() + ", backend " + backend
+                        + ", float32 sum, in place, "
                         + iters + " iterations after " + warmup + " warm-up");
                 System.out.printf("# %-5s %12s %12s %10s %8s %8s%n", "algo", "size(B)", "count", "time(us)", "algbw", "busbw");
             }

@@ -55,6 +55,11 @@ final class CudaDeviceOps implements DeviceOps<DeviceMemory> {
     }
 
     @Override
+    public DeviceMemory slice(DeviceMemory buffer, long offset, long byteSize) {
+        return buffer.slice(offset, byteSize);
+    }
+
+    @Override
     public DeviceMemory allocationOf(DeviceMemory buffer) {
         return buffer.allocation();
     }

@@ -24,6 +24,9 @@ interface DeviceOps<B> extends AutoCloseable {
 
     long byteSize(B buffer);
 
+    /** A view of {@code byteSize} bytes of {@code buffer} from {@code offset}: no copy, not to be freed. */
+    B slice(B buffer, long offset, long byteSize);
+
     /** The whole allocation {@code buffer} is part of (only whole allocations can be exported). */
     B allocationOf(B buffer);
 

@@ -20,7 +20,7 @@ import java.lang.foreign.MemorySegment;
  *
  * @param <B> the device buffer type
  */
-public final class GpuStages<B> implements AutoCloseable {
+public final class GpuStages<B> implements DeviceCollectives<B> {
     private final Communicator host;
     private final DeviceOps<B> ops;
     private final AutoCloseable kernels;
@@ -46,15 +46,21 @@ public final class GpuStages<B> implements AutoCloseable {
     /** CUDA device stages on {@code context} for the ranks of {@code host} (collective over {@code host}). */
     public static GpuStages<DeviceMemory> cuda(Communicator host, CudaContext context) {
         CudaDeviceOps.Kernels kernels = CudaKernels.load(context);
-        CudaDeviceOps ops = null;
         try {
-            ops = new CudaDeviceOps(context, kernels);
-            return new GpuStages<>(host, ops, kernels);
+            return cuda(host, context, kernels, true);
         } catch (RuntimeException | Error e) {
-            if (ops != null) {
-                ops.close();
-            }
             kernels.close();
+            throw e;
+        }
+    }
+
+    /** As {@link #cuda(Communicator, CudaContext)} with kernels already loaded; closed with the stages when {@code ownsKernels}. */
+    static GpuStages<DeviceMemory> cuda(Communicator host, CudaContext context, CudaDeviceOps.Kernels kernels, boolean ownsKernels) {
+        CudaDeviceOps ops = new CudaDeviceOps(context, kernels);
+        try {
+            return new GpuStages<>(host, ops, ownsKernels ? kernels : null);
+        } catch (RuntimeException | Error e) {
+            ops.close();
             throw e;
         }
     }
@@ -70,10 +76,12 @@ public final class GpuStages<B> implements AutoCloseable {
         }
     }
 
+    @Override
     public int rank() {
         return host.rank();
     }
 
+    @Override
     public int size() {
         return host.size();
     }
@@ -82,6 +90,7 @@ public final class GpuStages<B> implements AutoCloseable {
      * Runs {@code algorithm}'s schedule of {@code collective} ({@code count} as the host API means
      * it) on {@code send} and {@code recv}; {@code root} for broadcast only.
      */
+    @Override
     public void run(Collective collective, String algorithm, B send, B recv, long count, DataType type, ReduceOp op, int root) {
         if (closed) {
             throw new IllegalStateException("GPU communicator of rank " + rank() + " is closed");

@@ -71,6 +71,11 @@ final class HostDeviceOps implements DeviceOps<MemorySegment> {
         return buffer.byteSize();
     }
 
+    @Override
+    public MemorySegment slice(MemorySegment buffer, long offset, long byteSize) {
+        return buffer.asSlice(offset, byteSize);
+    }
+
     /** A segment is its own allocation here: views made elsewhere cannot be traced to their parent. */
     @Override
     public MemorySegment allocationOf(MemorySegment buffer) {

@@ -3,6 +3,7 @@ package dev.panamax.jmh.perf;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.GpuBackend;
 import dev.panamax.collectives.CommunicatorBuilder.TransportKind;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
@@ -72,8 +73,9 @@ public final class PerfMain implements Callable<Integer> {
     int ranks;
 
     @Option(names = {"-t", "--transport"}, paramLabel = "T", defaultValue = "shm",
-            description = "local (threads in this JVM), shm (local processes over shared memory), tcp (local processes over TCP), verbs (local processes over RDMA, needs an RDMA device) "
-                    + "or auto (shared memory to same-node peers, TCP to the others; see PANAMAX_NODE); default: ${DEFAULT-VALUE}")
+            description = "local (threads in this JVM), shm (local processes over shared memory), tcp (local processes over TCP), verbs (local processes over RDMA, needs an RDMA device), "
+                    + "auto (shared memory to same-node peers, TCP to the others; see PANAMAX_NODE), "
+                    + "gpu (device memory, own stages over CUDA IPC) or nccl (device memory, NCCL); default: ${DEFAULT-VALUE}")
     String transport;
 
     @Option(names = {"-b", "--minbytes"}, paramLabel = "SIZE", defaultValue = "8", description = "smallest size (default: ${DEFAULT-VALUE})")
@@ -176,6 +178,8 @@ public final class PerfMain implements Callable<Integer> {
     private PerfConfig config;
     private java.time.Duration jfrStepThreshold;
     private TransportKind transportKind;
+    /** The backend of {@code -t gpu} / {@code -t nccl}; null for the host transports. */
+    private GpuBackend backend;
     private Plot.Metric metric;
     private final PrintStream out;
     private final PrintStream err;
@@ -216,16 +220,21 @@ public final class PerfMain implements Callable<Integer> {
             throw new IllegalArgumentException("missing COLLECTIVE (allreduce, reducescatter, allgather, broadcast or reduce)");
         }
         Collective c = Collective.parse(collective == null ? "allreduce" : collective);
-        if (!List.of("local", "shm", "tcp", "verbs", "auto").contains(transport.toLowerCase(Locale.ROOT))) {
-            throw new IllegalArgumentException("unknown transport '" + transport + "'; known: local, shm, tcp, verbs, auto");
+        if (!List.of("local", "shm", "tcp", "verbs", "auto", "gpu", "nccl").contains(transport.toLowerCase(Locale.ROOT))) {
+            throw new IllegalArgumentException("unknown transport '" + transport + "'; known: local, shm, tcp, verbs, auto, gpu, nccl");
         }
         transport = transport.toLowerCase(Locale.ROOT);
+        // the device transports' host communicator: shared memory (own stages need every rank on this host), NCCL's also TCP
         transportKind = switch (transport) {
             case "tcp" -> TransportKind.TCP;
             case "verbs" -> TransportKind.VERBS;
-            case "auto" -> TransportKind.AUTO;
+            case "auto", "nccl" -> TransportKind.AUTO;
             default -> TransportKind.SHM;
         };
+        backend = DeviceTarget.backend(transport);
+        if (backend != null) {
+            checkDeviceOptions(c);
+        }
         if (ranks < 1) {
             throw new IllegalArgumentException("-np must be at least 1, got " + ranks);
         }
@@ -274,7 +283,7 @@ public final class PerfMain implements Callable<Integer> {
             }
         }
         List<Long> sizes = Sizes.sweep(min, max, factor, increment);
-        List<String> algs = checkAlgorithms(c, type, sizes, top);
+        List<String> algs = backend == GpuBackend.NCCL ? List.of("nccl") : checkAlgorithms(c, type, sizes, top);
         if (printScheduleRank < 0 || printScheduleRank >= ranks) {
             throw new IllegalArgumentException("--print-schedule-rank " + printScheduleRank + " is not a rank of " + ranks);
         }
@@ -287,6 +296,41 @@ public final class PerfMain implements Callable<Integer> {
             Plot.checkFile(plot);
         }
         config = new PerfConfig(c, type, reduceOp, root, sizes, iters, warmup, check == 1, userBuffers, jitWarmup, algs, topology);
+    }
+
+    /**
+     * What {@code -t gpu} and {@code -t nccl} cannot do: reduce (device memory has all-reduce,
+     * reduce-scatter, all-gather and broadcast), calibration, user buffers; the own stages run ring and
+     * rhd ({@code auto}: ring; broadcast: ring), NCCL its own choice ({@code auto} or {@code nccl}).
+     */
+    private void checkDeviceOptions(Collective c) {
+        if (c == Collective.REDUCE) {
+            throw new IllegalArgumentException("-t " + transport + " runs allreduce, reducescatter, allgather and broadcast, not reduce");
+        }
+        if (calibrate) {
+            throw new IllegalArgumentException("--calibrate measures the host transports, not -t " + transport);
+        }
+        if (userBuffers) {
+            throw new IllegalArgumentException("--user-buffers is for the host transports; -t " + transport + " measures device memory");
+        }
+        List<String> allowed = backend == GpuBackend.NCCL ? List.of(Algorithms.AUTO, "nccl")
+                : c == Collective.BROADCAST ? List.of(Algorithms.AUTO, "ring") : List.of(Algorithms.AUTO, "ring", "rhd");
+        List<String> mapped = new ArrayList<>();
+        for (String a : algorithms == null ? List.of(Algorithms.AUTO) : algorithms) {
+            String n = a.trim().toLowerCase(Locale.ROOT);
+            if (!allowed.contains(n)) {
+                throw new IllegalArgumentException("-t " + transport + " runs " + String.join(" or ", allowed.subList(1, allowed.size()))
+                        + " for " + c.cliName() + ", not '" + a.trim() + "'");
+            }
+            String m = n.equals(Algorithms.AUTO) ? allowed.get(1) : n;
+            if (!mapped.contains(m)) {
+                mapped.add(m);
+            }
+        }
+        algorithms = mapped;
+        if (backend == GpuBackend.NCCL && (printSchedule != null || explain)) {
+            throw new IllegalArgumentException("--print-schedule and --explain show Panamax schedules; NCCL has none");
+        }
     }
 
     /**
@@ -361,6 +405,14 @@ public final class PerfMain implements Callable<Integer> {
                 ok = PlanPrinter.printSchedules(config, ranks, printScheduleRank, printSchedule.equals("all"), timeoutNanos(), out);
             }
             return ok ? 0 : EXIT_USAGE;
+        }
+        if (backend != null) {
+            // before any rank starts: without the libraries nothing can run (each rank checks again)
+            String missing = DeviceTarget.missingLibraries(transport, backend);
+            if (missing != null) {
+                err.println("panamax-perf: " + missing);
+                return EXIT_FAILED;
+            }
         }
         if (transport.equals("local")) {
             if (joinEnvironment) {
@@ -485,10 +537,16 @@ public final class PerfMain implements Callable<Integer> {
                 new Calibration(comm, config, comm.rank() == 0 ? out : null).run(transport);
                 return 0;
             }
+            DeviceTarget device = backend == null ? null : DeviceTarget.open(comm, config, transport, lc.localRank());
             if (comm.rank() == 0) {
                 printHeader(comm);
+                if (device != null) {
+                    out.println("# device memory: rank 0 on " + device.deviceName() + ", backend " + backend);
+                    out.flush();
+                }
             }
-            List<Row> rows = new PerfRunner(comm, config).run(comm.rank() == 0 ? this::printRow : null);
+            // the runner closes the device target (collective) when the sweep ends
+            List<Row> rows = new PerfRunner(comm, config, device).run(comm.rank() == 0 ? this::printRow : null);
             if (comm.rank() != 0) {
                 return wrongTotal(rows) > 0 ? EXIT_WRONG : 0;
             }
@@ -559,7 +617,7 @@ public final class PerfMain implements Callable<Integer> {
         if (c.rooted()) {
             sb.append(", root ").append(config.root());
         }
-        sb.append(", buffers ").append(userBuffers ? "user" : "communicator");
+        sb.append(", buffers ").append(bufferKind());
         if (config.topology() != null) {
             sb.append(", topology ").append(Topology.parse(config.topology()));
         }
@@ -673,6 +731,10 @@ public final class PerfMain implements Callable<Integer> {
         return rows.stream().mapToLong(r -> Math.max(0, r.wrong())).sum();
     }
 
+    private String bufferKind() {
+        return backend != null ? "device" : userBuffers ? "user" : "communicator";
+    }
+
     private static TreeSet<String> links(Communicator comm) {
         TreeSet<String> kinds = new TreeSet<>();
         for (int p = 0; p < comm.size(); p++) {
@@ -698,7 +760,7 @@ public final class PerfMain implements Callable<Integer> {
         if (config.topology() != null) {
             env.put("topology", config.topology());
         }
-        env.put("buffers", userBuffers ? "user" : "communicator");
+        env.put("buffers", bufferKind());
         env.put("timeoutSeconds", timeoutSeconds);
         Map<String, Object> jvm = new LinkedHashMap<>();
         jvm.put("version", System.getProperty("java.runtime.version"));

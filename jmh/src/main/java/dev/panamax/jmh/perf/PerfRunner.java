@@ -35,11 +35,49 @@ public final class PerfRunner {
 
     private final Communicator comm;
     private final PerfConfig config;
+    private final Target target;
     private final Histogram histogram = new Histogram(3);
 
+    /** Measures the collective on host buffers of {@code comm}. */
     public PerfRunner(Communicator comm, PerfConfig config) {
+        this(comm, config, null);
+    }
+
+    /**
+     * Measures the collective on {@code target} (null: host buffers of {@code comm}), with {@code comm}
+     * for the barriers and the statistics.
+     */
+    PerfRunner(Communicator comm, PerfConfig config, Target target) {
         this.comm = comm;
         this.config = config;
+        this.target = target;
+    }
+
+    /**
+     * What the measured collective runs on: host buffers of the communicator, or device memory
+     * ({@link DeviceTarget}). The same calls on every rank.
+     */
+    interface Target extends AutoCloseable {
+        /** Selects {@code algorithm} (one of the configuration's) for the calls that follow. */
+        void select(String algorithm);
+
+        /** The algorithm column for {@code count} under the selected algorithm. */
+        String schedule(long count);
+
+        /** The cost model's prediction in microseconds, or null. */
+        Double predictUs(String algorithm, long count);
+
+        /** Fills the whole send buffer with this rank's known inputs and zeroes the receive buffer. */
+        void fill(CheckData check, int rank);
+
+        /** Runs the collective once on {@code count} elements. */
+        void run(long count);
+
+        /** Zeroes the receive buffer's part, runs the collective once, and counts the wrong elements of this rank. */
+        long check(CheckData check, int rank, long count);
+
+        @Override
+        void close();
     }
 
     /**
@@ -49,43 +87,39 @@ public final class PerfRunner {
     public List<Row> run(Consumer<Row> sink) {
         int ranks = comm.size();
         Collective c = config.collective();
-        dev.panamax.collectives.Collective api = c.api();
         int ts = config.type().byteSize();
         if (config.topology() != null) {
             comm.setTopology(Topology.parse(config.topology()));
         }
-        // Every schedule of the run is built before any message moves: an algorithm that cannot run
-        // some size fails here, on every rank alike, instead of in the middle of the sweep.
-        Map<String, List<String>> described = new LinkedHashMap<>();
-        Map<String, List<Double>> predicted = new LinkedHashMap<>();
-        for (String alg : config.algorithms()) {
-            comm.setAlgorithm(api, alg);
-            List<String> d = new ArrayList<>();
-            List<Double> pr = new ArrayList<>();
-            for (long requested : config.sizes()) {
-                long count = c.count(requested, ts, ranks);
-                d.add(comm.schedule(api, count, config.type(), config.root()).algorithm());
-                pr.add(predictUs(alg, new Problem(api, 0, ranks, count, ts, c.rooted() ? config.root() : 0, comm.topology())));
-            }
-            described.put(alg, d);
-            predicted.put(alg, pr);
-        }
-        long[] max = config.maxBufferBytes(ranks);
         // The statistics and wrong-element counts travel over a communicator of their own with a fixed
         // algorithm, so they do not depend on (or disturb the schedule cache of) the algorithm measured.
         Communicator stats = comm.split(0, comm.rank());
-        try (Arena arena = Arena.ofShared()) {
+        try (Arena arena = Arena.ofShared(); Target t = target != null ? target : new HostTarget(comm, config, arena)) {
+            // Every schedule of the run is built before any message moves: an algorithm that cannot run
+            // some size fails here, on every rank alike, instead of in the middle of the sweep.
+            Map<String, List<String>> described = new LinkedHashMap<>();
+            Map<String, List<Double>> predicted = new LinkedHashMap<>();
+            for (String alg : config.algorithms()) {
+                t.select(alg);
+                List<String> d = new ArrayList<>();
+                List<Double> pr = new ArrayList<>();
+                for (long requested : config.sizes()) {
+                    long count = c.count(requested, ts, ranks);
+                    d.add(t.schedule(count));
+                    pr.add(t.predictUs(alg, count));
+                }
+                described.put(alg, d);
+                predicted.put(alg, pr);
+            }
             stats.setAlgorithm(dev.panamax.collectives.Collective.ALL_REDUCE, "ring");
-            Buffers b = new Buffers(buffer(arena, Math.max(max[0], ts)), buffer(arena, Math.max(max[1], ts)),
-                    statsBuffer(arena, stats, 8 * Double.BYTES), statsBuffer(arena, stats, Long.BYTES), stats);
+            Buffers b = new Buffers(t, statsBuffer(arena, stats, 8 * Double.BYTES), statsBuffer(arena, stats, Long.BYTES), stats);
             CheckData check = new CheckData(c, config.type(), config.op(), ranks, config.root());
             List<Row> rows = new ArrayList<>();
             for (String alg : config.algorithms()) {
-                comm.setAlgorithm(api, alg);
+                t.select(alg);
                 // Known inputs everywhere (their pattern does not depend on the size), and every page touched;
                 // again for each algorithm, so that one that wrote into its send buffer cannot spoil the next one's check.
-                check.fill(b.send, comm.rank(), b.send.byteSize() / ts);
-                b.recv.fill((byte) 0);
+                t.fill(check, comm.rank());
                 warmUp(b, check);
                 List<String> d = described.get(alg);
                 for (int i = 0; i < config.sizes().size(); i++) {
@@ -104,6 +138,68 @@ public final class PerfRunner {
         }
     }
 
+    /** Host buffers: from {@code Communicator.allocate}, or plain {@code Arena} ones with {@code --user-buffers}. */
+    private static final class HostTarget implements Target {
+        private final Communicator comm;
+        private final PerfConfig config;
+        private final MemorySegment send;
+        private final MemorySegment recv;
+
+        HostTarget(Communicator comm, PerfConfig config, Arena arena) {
+            this.comm = comm;
+            this.config = config;
+            long[] max = config.maxBufferBytes(comm.size());
+            int ts = config.type().byteSize();
+            this.send = buffer(arena, Math.max(max[0], ts));
+            this.recv = buffer(arena, Math.max(max[1], ts));
+        }
+
+        private MemorySegment buffer(Arena arena, long bytes) {
+            return config.userBuffers() ? arena.allocate(bytes, PAGE) : comm.allocate(bytes);
+        }
+
+        @Override
+        public void select(String algorithm) {
+            comm.setAlgorithm(config.collective().api(), algorithm);
+        }
+
+        @Override
+        public String schedule(long count) {
+            return comm.schedule(config.collective().api(), count, config.type(), config.root()).algorithm();
+        }
+
+        @Override
+        public Double predictUs(String algorithm, long count) {
+            Collective c = config.collective();
+            return PerfRunner.predictUs(algorithm, new Problem(c.api(), 0, comm.size(), count, config.type().byteSize(),
+                    c.rooted() ? config.root() : 0, comm.topology()));
+        }
+
+        @Override
+        public void fill(CheckData check, int rank) {
+            check.fill(send, rank, send.byteSize() / config.type().byteSize());
+            recv.fill((byte) 0);
+        }
+
+        @Override
+        public void run(long count) {
+            config.collective().run(comm, send, recv, count, config.type(), config.op(), config.root());
+        }
+
+        @Override
+        public long check(CheckData check, int rank, long count) {
+            long recvBytes = config.collective().recvBytes(count, config.type().byteSize(), comm.size());
+            recv.asSlice(0, recvBytes).fill((byte) 0);
+            run(count);
+            return check.countWrong(recv, rank, count);
+        }
+
+        @Override
+        public void close() {
+            // the buffers belong to the arena or the communicator
+        }
+    }
+
     /** The cost model's time for {@code alg} (the planner's for auto) in microseconds; null without a model. */
     static Double predictUs(String alg, Problem p) {
         try {
@@ -114,7 +210,7 @@ public final class PerfRunner {
         }
     }
 
-    private record Buffers(MemorySegment send, MemorySegment recv, MemorySegment stats, MemorySegment wrongs, Communicator statsComm) {
+    private record Buffers(Target target, MemorySegment stats, MemorySegment wrongs, Communicator statsComm) {
     }
 
     /**
@@ -152,14 +248,14 @@ public final class PerfRunner {
         int ts = type.byteSize();
         int ranks = comm.size();
         for (int i = 0; i < warmup; i++) {
-            c.run(comm, b.send, b.recv, count, type, op, config.root());
+            b.target.run(count);
         }
         comm.barrier();
         histogram.reset();
         long start = System.nanoTime();
         long last = start;
         for (int i = 0; i < iters; i++) {
-            c.run(comm, b.send, b.recv, count, type, op, config.root());
+            b.target.run(count);
             long now = System.nanoTime();
             histogram.recordValue(now - last);
             last = now;
@@ -167,10 +263,7 @@ public final class PerfRunner {
         double timeUs = (last - start) / 1e3 / Math.max(1, iters);
         long wrong = -1;
         if (config.check()) {
-            long recvBytes = c.recvBytes(count, ts, ranks);
-            b.recv.asSlice(0, recvBytes).fill((byte) 0);
-            c.run(comm, b.send, b.recv, count, type, op, config.root());
-            b.wrongs.set(ValueLayout.JAVA_LONG, 0, check.countWrong(b.recv, comm.rank(), count));
+            b.wrongs.set(ValueLayout.JAVA_LONG, 0, b.target.check(check, comm.rank(), count));
             b.statsComm.allReduce(b.wrongs, 1, DataType.INT64, ReduceOp.SUM);
             wrong = b.wrongs.get(ValueLayout.JAVA_LONG, 0);
         }
@@ -187,7 +280,4 @@ public final class PerfRunner {
         return config.userBuffers() ? arena.allocate(bytes, PAGE) : owner.allocate(bytes);
     }
 
-    private MemorySegment buffer(Arena arena, long bytes) {
-        return config.userBuffers() ? arena.allocate(bytes, PAGE) : comm.allocate(bytes);
-    }
 }
