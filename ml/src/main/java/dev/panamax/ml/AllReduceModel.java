@@ -5,6 +5,7 @@ import dev.panamax.collectives.plan.Fit;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
@@ -18,6 +19,12 @@ import java.util.List;
  * model takes the largest at full speed and every other byte at the contention penalty
  * {@code (gamma - 1) b} per byte (eq. 11): {@code a + b (max m + (gamma - 1)(sum m - max m))}.
  *
+ * <p>One more term is this library's, not the paper's: {@code copy}, the time per byte of a local
+ * memory copy. {@link GradientSynchronizer} copies a fused group's tensors into its fusion buffer
+ * and back out on the thread that issues the all-reduces, so a fused group of S bytes also costs
+ * {@code 2 copy S} of that thread's time ({@link WfbpSimulator} places it); 0 leaves fusion free,
+ * as the paper's model does.
+ *
  * <p>The figures depend on the transport, the rank count and the machine: measure them with
  * {@link #calibrate(Communicator)} on the communicator that will run the all-reduces, or with
  * {@code scripts/panamax-perf --calibrate}.
@@ -25,15 +32,28 @@ import java.util.List;
  * @param a     startup time of one all-reduce, seconds
  * @param b     time per byte, seconds
  * @param gamma contention factor of two simultaneous all-reduces
+ * @param copy  time per byte of a local copy (fusion buffer in or out), seconds
  */
-public record AllReduceModel(double a, double b, double gamma) {
-    /** The paper's 8-node 10 GbE cluster (section VI-B): a = 1.4 ms, b = 1.7 ns/B, gamma = 1.5. */
+public record AllReduceModel(double a, double b, double gamma, double copy) {
+    /** The paper's 8-node 10 GbE cluster (section VI-B): a = 1.4 ms, b = 1.7 ns/B, gamma = 1.5; copies free. */
     public static final AllReduceModel PAPER_10GBE = new AllReduceModel(1.4e-3, 1.7e-9, 1.5);
 
     public AllReduceModel {
-        if (!(a >= 0) || !(b >= 0) || !(gamma >= 0) || Double.isInfinite(a) || Double.isInfinite(b) || Double.isInfinite(gamma)) {
-            throw new IllegalArgumentException("a, b and gamma must be finite and >= 0: a=" + a + " b=" + b + " gamma=" + gamma);
+        if (!(a >= 0) || !(b >= 0) || !(gamma >= 0) || !(copy >= 0) || Double.isInfinite(a) || Double.isInfinite(b)
+                || Double.isInfinite(gamma) || Double.isInfinite(copy)) {
+            throw new IllegalArgumentException("a, b, gamma and copy must be finite and >= 0: a=" + a + " b=" + b + " gamma=" + gamma
+                    + " copy=" + copy);
         }
+    }
+
+    /** The paper's model: fusion copies free. */
+    public AllReduceModel(double a, double b, double gamma) {
+        this(a, b, gamma, 0);
+    }
+
+    /** Local copy of {@code bytes} (into or out of a fusion buffer). */
+    public double copySeconds(double bytes) {
+        return copy * bytes;
     }
 
     /** Eq. 3: one all-reduce of {@code bytes}. */
@@ -66,7 +86,10 @@ public record AllReduceModel(double a, double b, double gamma) {
      * noise of the largest times decide a); gamma: {@link Fit#contention} over the median time of
      * two such all-reduces run together by {@link Communicator#allReduceConcurrently}. Each time
      * is the slowest rank's; a JIT warm-up on the smallest size comes first, and the sizes are
-     * swept twice, each keeping its faster median. Takes a few seconds on shared memory.
+     * swept twice, each keeping its faster median. copy: the median time of a
+     * {@link MemorySegment#copy} of {@link #COPY_CALIBRATION_BYTES} between native segments, per
+     * byte, the slowest rank's (larger than caches, as fusion buffers of big models are). Takes a
+     * few seconds on shared memory.
      */
     public static AllReduceModel calibrate(Communicator comm) {
         return calibrate(comm, CALIBRATION_BYTES, 5, 21);
@@ -111,11 +134,25 @@ public record AllReduceModel(double a, double b, double gamma) {
             double b = Math.max(0, line.beta());
             double a = Math.max(0, line.alpha());
             double gamma = b > 0 ? Fit.contention(new Fit.Line(a, b, line.r2()), m, two).gamma() : 1;
-            return new AllReduceModel(a, b, Math.max(0, gamma));
+            double copy = slowest(comm, stat, copySecondsPerByte(warmup, reps));
+            return new AllReduceModel(a, b, Math.max(0, gamma), copy);
         } finally {
             comm.free(stat);
             comm.free(y);
             comm.free(x);
+        }
+    }
+
+    /** The copy {@link #calibrate} times: 16 MiB, beyond the caches, like the fusion buffer of a large model. */
+    public static final long COPY_CALIBRATION_BYTES = 16L << 20;
+
+    /** Median seconds per byte of a copy of {@link #COPY_CALIBRATION_BYTES} between two native segments (pages touched first). */
+    private static double copySecondsPerByte(int warmup, int reps) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment from = arena.allocate(COPY_CALIBRATION_BYTES, 64).fill((byte) 1);
+            MemorySegment to = arena.allocate(COPY_CALIBRATION_BYTES, 64).fill((byte) 0);
+            Runnable copy = () -> MemorySegment.copy(from, 0, to, 0, COPY_CALIBRATION_BYTES);
+            return medians(warmup, reps, copy, copy)[0] / COPY_CALIBRATION_BYTES;
         }
     }
 
@@ -210,6 +247,6 @@ public record AllReduceModel(double a, double b, double gamma) {
 
     @Override
     public String toString() {
-        return String.format(java.util.Locale.ROOT, "a=%.3gs b=%.3gs/B gamma=%.3f", a, b, gamma);
+        return String.format(java.util.Locale.ROOT, "a=%.3gs b=%.3gs/B gamma=%.3f copy=%.3gs/B", a, b, gamma, copy);
     }
 }

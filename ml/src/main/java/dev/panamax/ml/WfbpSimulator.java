@@ -13,13 +13,16 @@ import java.util.Objects;
  * <li>a batch (a group and the {@link LayerType#SIMULTANEOUS} groups right after it) starts when
  *     the previous batch is done and all its groups are ready (eq. 15), and takes
  *     {@link AllReduceModel#simultaneousSeconds} (eq. 9 and 11; one group: eq. 3);</li>
+ * <li>the fusion copies, on the thread that runs the batches, as {@link GradientSynchronizer}
+ *     does them: each tensor of a fused group is copied in ({@link AllReduceModel#copySeconds})
+ *     once it is ready and the thread is free, the batch starts after the last copy in, and
+ *     its fused groups are copied back out before the next batch;</li>
  * <li>the iteration takes the forward time plus the later of the end of back-propagation and the
  *     end of the last all-reduce.</li>
  * </ul>
  * Unlike the paper's simultaneous layer, which starts while the previous all-reduce is in flight
  * (eq. 12-13, partial overlap), a simultaneous group here starts together with the previous one:
  * a collective cannot take a new all-reduce into one under way with all ranks agreeing where.
- * The fusion copies are not modelled.
  */
 public final class WfbpSimulator {
     private WfbpSimulator() {
@@ -59,16 +62,18 @@ public final class WfbpSimulator {
         double[] end = new double[n];
         double linkFree = 0;
         for (int[] batch : plan.batches) {
-            double batchReady = 0;
+            // The thread waits for each tensor in turn, copying a fused group's in as they come.
+            double s = linkFree;
+            double copyOut = 0;
             double[] groupBytes = new double[batch.length];
             for (int k = 0; k < batch.length; k++) {
                 int[] g = plan.groups[batch[k]];
                 for (int t : g) {
                     groupBytes[k] += bytes[t];
+                    s = Math.max(s, ready[t]) + (g.length > 1 ? model.copySeconds(bytes[t]) : 0);
                 }
-                batchReady = Math.max(batchReady, ready[g[g.length - 1]]);
+                copyOut += g.length > 1 ? model.copySeconds(groupBytes[k]) : 0;
             }
-            double s = Math.max(linkFree, batchReady);
             double e = s + (batch.length == 1 ? model.seconds(groupBytes[0]) : model.simultaneousSeconds(groupBytes));
             for (int gi : batch) {
                 for (int t : plan.groups[gi]) {
@@ -76,7 +81,7 @@ public final class WfbpSimulator {
                     end[t] = e;
                 }
             }
-            linkFree = e;
+            linkFree = e + copyOut;
         }
         double backward = n == 0 ? 0 : ready[n - 1];
         return new Timeline(profile.forwardSeconds() + Math.max(backward, linkFree), backward, linkFree, start, end);

@@ -18,6 +18,8 @@ class AllReduceModelTest {
         }
         AllReduceModel m = models.getFirst();
         assertTrue(m.a() >= 0 && m.b() >= 0 && Double.isFinite(m.gamma()), m.toString());
+        // A 16 MiB copy takes time: more than 1 ps and less than 1 us per byte on any machine this runs on.
+        assertTrue(m.copy() > 1e-12 && m.copy() < 1e-6, m.toString());
     }
 
     /** The relative-error fit gives back an exact line, and one wild large time moves its a far less than plain least squares'. */
@@ -42,6 +44,8 @@ class AllReduceModelTest {
     void rejectsBadArguments() {
         assertThrows(IllegalArgumentException.class, () -> new AllReduceModel(-1, 1, 1));
         assertThrows(IllegalArgumentException.class, () -> new AllReduceModel(1, Double.NaN, 1));
+        assertThrows(IllegalArgumentException.class, () -> new AllReduceModel(1, 1, 1, -1e-9));
+        assertEquals(0, new AllReduceModel(1, 1, 1).copy());
         LocalRanks.run(1, comm -> {
             assertThrows(IllegalArgumentException.class, () -> AllReduceModel.calibrate(comm, List.of(4096L), 1, 1));
             assertThrows(IllegalArgumentException.class, () -> AllReduceModel.calibrate(comm, List.of(4096L, 4098L), 1, 1));

@@ -64,8 +64,8 @@ public final class WfbpBench {
                 System.out.printf(Locale.ROOT, "# wfbp-bench: np %d, transport %s, sizes x %s, times x %s, %d rounds of %d warm-up + %d timed "
                                 + "iterations per policy%n", comm.size(), comm.size() > 1 ? comm.transportTo(1) : "self", sizeScale, timeScale,
                         rounds, warmup, iters);
-                System.out.printf(Locale.ROOT, "# calibrated: a = %.1f us, b = %.3f ns/B, gamma = %.2f%n", model.a() * 1e6, model.b() * 1e9,
-                        model.gamma());
+                System.out.printf(Locale.ROOT, "# calibrated: a = %.1f us, b = %.3f ns/B, gamma = %.2f, copy = %.3f ns/B%n", model.a() * 1e6,
+                        model.b() * 1e9, model.gamma(), model.copy() * 1e9);
                 System.out.printf(Locale.ROOT, "# %-12s %-9s %8s %8s %7s %7s %5s %5s %5s%n", "model", "policy", "tensors", "MB", "meas-ms",
                         "sim-ms", "allr", "fused", "pairs");
             }
