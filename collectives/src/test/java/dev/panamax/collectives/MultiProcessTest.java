@@ -79,13 +79,31 @@ class MultiProcessTest {
 
     /** {@code n} rank processes all-reduce {@code count} floats {@code iterations} times and check every element. */
     static void processesAllReduce(int n, String transport, String buffers, int iterations, long count) throws Exception {
-        List<Rank> ranks = launch(n, transport, Integer.toString(iterations), Long.toString(count), "60", buffers);
-        for (Rank r : ranks) {
-            assertTrue(r.process().waitFor(120, TimeUnit.SECONDS), "a rank did not finish");
-            List<String> out = r.output().get(10, TimeUnit.SECONDS);
-            assertEquals(0, r.process().exitValue(), () -> String.join("\n", out));
-            assertTrue(out.contains("OK"), () -> String.join("\n", out));
+        processesAllReduce(n, transport, buffers, iterations, count, 60);
+    }
+
+    /**
+     * As above, with the ranks' timeout (rendezvous included) in seconds. A failure shows every
+     * rank's exit status and output: the rank that reports is often not the one that failed.
+     */
+    static void processesAllReduce(int n, String transport, String buffers, int iterations, long count, int timeoutSeconds)
+            throws Exception {
+        List<Rank> ranks = launch(n, transport, Integer.toString(iterations), Long.toString(count), Integer.toString(timeoutSeconds), buffers);
+        boolean ok = true;
+        StringBuilder report = new StringBuilder();
+        for (int r = 0; r < n; r++) {
+            Rank rank = ranks.get(r);
+            boolean finished = rank.process().waitFor(timeoutSeconds + 60L, TimeUnit.SECONDS);
+            if (!finished) {
+                rank.process().destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+            }
+            List<String> out = rank.output().get(10, TimeUnit.SECONDS);
+            int exit = rank.process().exitValue();
+            ok &= finished && exit == 0 && out.contains("OK");
+            report.append("rank ").append(r).append(finished ? " exited with " + exit : " did not finish").append(":\n")
+                    .append(String.join("\n", out)).append('\n');
         }
+        assertTrue(ok, report::toString);
     }
 
     @org.junit.jupiter.api.Test

@@ -187,8 +187,9 @@ class VerbsTransportTest {
     /** Rank processes (each its own device context and registrations): communicator and plain Arena buffers. */
     @Test
     void rankProcessesAllReduce() throws Exception {
-        MultiProcessTest.processesAllReduce(3, "verbs", "shared", 3, 70_001);
-        MultiProcessTest.processesAllReduce(2, "verbs", "user", 3, 70_001);
+        // Rank JVMs start slowly in the emulated VM (the first processes of a run most): a longer rendezvous.
+        MultiProcessTest.processesAllReduce(3, "verbs", "shared", 3, 70_001, 240);
+        MultiProcessTest.processesAllReduce(2, "verbs", "user", 3, 70_001, 240);
     }
 
     @Test
