@@ -2,7 +2,7 @@ package dev.panamax.cuda;
 
 import dev.panamax.bindings.cuda.CUipcMemHandle;
 import dev.panamax.bindings.cuda.cuda_h;
-import dev.panamax.cuda.internal.Closer;
+import dev.panamax.memory.internal.Closer;
 import dev.panamax.cuda.internal.Driver;
 import dev.panamax.memory.HostMemory;
 

@@ -7,7 +7,7 @@ import dev.panamax.bindings.verbs.ibv_qp_cap;
 import dev.panamax.bindings.verbs.ibv_qp_init_attr;
 import dev.panamax.bindings.verbs.support.VerbsErrno;
 import dev.panamax.bindings.verbs.verbs_h;
-import dev.panamax.verbs.internal.Closer;
+import dev.panamax.memory.internal.Closer;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

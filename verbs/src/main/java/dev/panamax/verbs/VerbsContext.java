@@ -8,7 +8,7 @@ import dev.panamax.bindings.verbs.support.VerbsErrno;
 import dev.panamax.bindings.verbs.support.VerbsGid;
 import dev.panamax.bindings.verbs.support.VerbsInline;
 import dev.panamax.bindings.verbs.verbs_h;
-import dev.panamax.verbs.internal.Closer;
+import dev.panamax.memory.internal.Closer;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -1,5 +1,7 @@
 package dev.panamax.verbs.internal;
 
+import dev.panamax.memory.internal.Closer;
+
 import java.lang.foreign.MemorySegment;
 import java.util.Iterator;
 import java.util.LinkedHashMap;

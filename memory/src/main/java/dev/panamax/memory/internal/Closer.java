@@ -1,4 +1,4 @@
-package dev.panamax.verbs.internal;
+package dev.panamax.memory.internal;
 
 /**
  * Runs a sequence of close actions, every one of them even when some fail, and rethrows the first failure
