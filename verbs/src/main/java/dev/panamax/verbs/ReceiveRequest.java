@@ -1,11 +1,9 @@
 package dev.panamax.verbs;
 
 import dev.panamax.bindings.verbs.ibv_recv_wr;
-import dev.panamax.bindings.verbs.ibv_sge;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.Objects;
 
 /**
  * A preallocated receive work request: one {@code struct ibv_recv_wr} with one {@code struct ibv_sge},
@@ -14,14 +12,13 @@ import java.util.Objects;
  */
 public final class ReceiveRequest {
     private final MemorySegment wr;
-    private final MemorySegment sge;
-    private MemoryRegion region;
+    private final LocalBuffer local;
 
     private ReceiveRequest(Arena arena) {
         this.wr = arena.allocate(ibv_recv_wr.layout());
-        this.sge = arena.allocate(ibv_sge.layout());
+        this.local = new LocalBuffer(arena);
         ibv_recv_wr.next(wr, MemorySegment.NULL);
-        ibv_recv_wr.sg_list(wr, sge);
+        ibv_recv_wr.sg_list(wr, local.sge());
         ibv_recv_wr.num_sge(wr, 0);
     }
 
@@ -41,9 +38,7 @@ public final class ReceiveRequest {
      * with {@link Access#LOCAL_WRITE}).
      */
     public ReceiveRequest local(MemoryRegion mr, long offset, long byteLength) {
-        Objects.checkFromIndexSize(offset, byteLength, mr.byteSize());
-        setLocal(mr.address() + offset, byteLength, mr.lkey());
-        this.region = mr;
+        ibv_recv_wr.num_sge(wr, local.set(mr, offset, byteLength));
         return this;
     }
 
@@ -52,19 +47,8 @@ public final class ReceiveRequest {
      * {@link QueuePair#postReceive} makes on a {@link MemoryRegion}: the caller answers for the memory.
      */
     public ReceiveRequest local(long address, long byteLength, int lkey) {
-        setLocal(address, byteLength, lkey);
-        this.region = null;
+        ibv_recv_wr.num_sge(wr, local.set(address, byteLength, lkey));
         return this;
-    }
-
-    private void setLocal(long address, long byteLength, int lkey) {
-        if (byteLength < 0 || byteLength > 0xFFFF_FFFFL) {
-            throw new IllegalArgumentException("a work request moves 0 to 2^32 - 1 bytes: " + byteLength);
-        }
-        ibv_sge.addr(sge, address);
-        ibv_sge.length(sge, (int) byteLength);
-        ibv_sge.lkey(sge, lkey);
-        ibv_recv_wr.num_sge(wr, byteLength == 0 ? 0 : 1);
     }
 
     MemorySegment struct() {
@@ -72,16 +56,14 @@ public final class ReceiveRequest {
     }
 
     MemorySegment sge() {
-        return sge;
+        return local.sge();
     }
 
     MemoryRegion region() {
-        return region;
+        return local.region();
     }
 
     void requirePostable() {
-        if (region != null) {
-            region.requireUsable();
-        }
+        local.requireUsable();
     }
 }

@@ -1,14 +1,12 @@
 package dev.panamax.verbs;
 
 import dev.panamax.bindings.verbs.ibv_send_wr;
-import dev.panamax.bindings.verbs.ibv_sge;
 import dev.panamax.bindings.verbs.verbs_h;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
-import java.util.Objects;
 
 /**
  * A preallocated send work request: one {@code struct ibv_send_wr} with one {@code struct ibv_sge}, patched
@@ -29,18 +27,17 @@ public final class SendRequest implements AutoCloseable {
     private static final int FENCE = verbs_h.IBV_SEND_FENCE();
 
     private final MemorySegment wr;
-    private final MemorySegment sge;
+    private final LocalBuffer local;
     private final Arena ownArena;
     private Opcode opcode;
-    private MemoryRegion region;
     private boolean closed;
 
     private SendRequest(Arena arena, Arena ownArena) {
         this.wr = arena.allocate(ibv_send_wr.layout());
-        this.sge = arena.allocate(ibv_sge.layout());
+        this.local = new LocalBuffer(arena);
         this.ownArena = ownArena;
         ibv_send_wr.next(wr, MemorySegment.NULL);
-        ibv_send_wr.sg_list(wr, sge);
+        ibv_send_wr.sg_list(wr, local.sge());
         ibv_send_wr.num_sge(wr, 0);
         opcode(Opcode.SEND);
         signaled(true);
@@ -82,9 +79,7 @@ public final class SendRequest implements AutoCloseable {
      *                                   {@code ibv_sge}
      */
     public SendRequest local(MemoryRegion mr, long offset, long byteLength) {
-        Objects.checkFromIndexSize(offset, byteLength, mr.byteSize());
-        setLocal(mr.address() + offset, byteLength, mr.lkey());
-        this.region = mr;
+        ibv_send_wr.num_sge(wr, local.set(mr, offset, byteLength));
         return this;
     }
 
@@ -93,20 +88,8 @@ public final class SendRequest implements AutoCloseable {
      * and {@link QueuePair#postSend} make on a {@link MemoryRegion}: the caller answers for the memory.
      */
     public SendRequest local(long address, long byteLength, int lkey) {
-        setLocal(address, byteLength, lkey);
-        this.region = null;
+        ibv_send_wr.num_sge(wr, local.set(address, byteLength, lkey));
         return this;
-    }
-
-    private void setLocal(long address, long byteLength, int lkey) {
-        if (byteLength < 0 || byteLength > 0xFFFF_FFFFL) {
-            throw new IllegalArgumentException("a work request moves 0 to 2^32 - 1 bytes: " + byteLength);
-        }
-        ibv_sge.addr(sge, address);
-        ibv_sge.length(sge, (int) byteLength);
-        ibv_sge.lkey(sge, lkey);
-        // Some devices read an sge length of 0 as 2 GiB: send no entry at all for zero bytes.
-        ibv_send_wr.num_sge(wr, byteLength == 0 ? 0 : 1);
     }
 
     /** The peer's address and rkey, for {@link Opcode#isRemote() RDMA} opcodes. */
@@ -153,11 +136,11 @@ public final class SendRequest implements AutoCloseable {
 
     /** The native {@code struct ibv_sge}. */
     MemorySegment sge() {
-        return sge;
+        return local.sge();
     }
 
     MemoryRegion region() {
-        return region;
+        return local.region();
     }
 
     /** Checks before posting; see {@link QueuePair#postSend}. */
@@ -165,9 +148,7 @@ public final class SendRequest implements AutoCloseable {
         if (closed) {
             throw new IllegalStateException("send request is closed");
         }
-        if (region != null) {
-            region.requireUsable();
-        }
+        local.requireUsable();
     }
 
     /** Marks the request unusable and frees its native structs if it owns its arena. Idempotent. */
@@ -177,7 +158,7 @@ public final class SendRequest implements AutoCloseable {
             return;
         }
         closed = true;
-        region = null;
+        local.clear();
         if (ownArena != null) {
             ownArena.close();
         }
