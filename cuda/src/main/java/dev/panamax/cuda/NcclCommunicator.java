@@ -22,6 +22,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.IntSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -182,14 +183,9 @@ public final class NcclCommunicator implements AutoCloseable {
         requireBuffer(send, bytes, "send");
         requireBuffer(recv, bytes, "recv");
         requireStream(stream);
-        settlePending();
-        int rc;
-        synchronized (this) {
-            beforeCall();
-            rc = nccl_h.ncclAllReduce(pointer(send), pointer(recv), count, NcclCalls.dataType(type),
-                    NcclCalls.redOp(op), comm, stream.rawHandle());
-        }
-        afterEnqueue(rc, () -> "ncclAllReduce(count " + count + ", " + type.canonicalName() + ", " + op + ", " + this + ")");
+        enqueue(() -> nccl_h.ncclAllReduce(pointer(send), pointer(recv), count, NcclCalls.dataType(type),
+                NcclCalls.redOp(op), comm, stream.rawHandle()),
+                () -> "ncclAllReduce(count " + count + ", " + type.canonicalName() + ", " + op + ", " + this + ")");
     }
 
     /**
@@ -204,14 +200,9 @@ public final class NcclCommunicator implements AutoCloseable {
         requireBuffer(send, byteCount(recvCount, size, type, "recvCount"), "send");
         requireBuffer(recv, byteCount(recvCount, 1, type, "recvCount"), "recv");
         requireStream(stream);
-        settlePending();
-        int rc;
-        synchronized (this) {
-            beforeCall();
-            rc = nccl_h.ncclReduceScatter(pointer(send), pointer(recv), recvCount, NcclCalls.dataType(type),
-                    NcclCalls.redOp(op), comm, stream.rawHandle());
-        }
-        afterEnqueue(rc, () -> "ncclReduceScatter(recvCount " + recvCount + ", " + type.canonicalName() + ", " + op
+        enqueue(() -> nccl_h.ncclReduceScatter(pointer(send), pointer(recv), recvCount, NcclCalls.dataType(type),
+                NcclCalls.redOp(op), comm, stream.rawHandle()),
+                () -> "ncclReduceScatter(recvCount " + recvCount + ", " + type.canonicalName() + ", " + op
                 + ", " + this + ")");
     }
 
@@ -226,14 +217,9 @@ public final class NcclCommunicator implements AutoCloseable {
         requireBuffer(send, byteCount(sendCount, 1, type, "sendCount"), "send");
         requireBuffer(recv, byteCount(sendCount, size, type, "sendCount"), "recv");
         requireStream(stream);
-        settlePending();
-        int rc;
-        synchronized (this) {
-            beforeCall();
-            rc = nccl_h.ncclAllGather(pointer(send), pointer(recv), sendCount, NcclCalls.dataType(type), comm,
-                    stream.rawHandle());
-        }
-        afterEnqueue(rc, () -> "ncclAllGather(sendCount " + sendCount + ", " + type.canonicalName() + ", " + this + ")");
+        enqueue(() -> nccl_h.ncclAllGather(pointer(send), pointer(recv), sendCount, NcclCalls.dataType(type), comm,
+                stream.rawHandle()),
+                () -> "ncclAllGather(sendCount " + sendCount + ", " + type.canonicalName() + ", " + this + ")");
     }
 
     /**
@@ -252,14 +238,9 @@ public final class NcclCommunicator implements AutoCloseable {
         }
         requireBuffer(recv, bytes, "recv");
         requireStream(stream);
-        settlePending();
-        int rc;
-        synchronized (this) {
-            beforeCall();
-            rc = nccl_h.ncclBroadcast(pointerOrNull(send), pointer(recv), count, NcclCalls.dataType(type), root, comm,
-                    stream.rawHandle());
-        }
-        afterEnqueue(rc, () -> "ncclBroadcast(count " + count + ", " + type.canonicalName() + ", root " + root + ", "
+        enqueue(() -> nccl_h.ncclBroadcast(pointerOrNull(send), pointer(recv), count, NcclCalls.dataType(type), root, comm,
+                stream.rawHandle()),
+                () -> "ncclBroadcast(count " + count + ", " + type.canonicalName() + ", root " + root + ", "
                 + this + ")");
     }
 
@@ -278,14 +259,9 @@ public final class NcclCommunicator implements AutoCloseable {
             requireBuffer(recv, bytes, "recv");
         }
         requireStream(stream);
-        settlePending();
-        int rc;
-        synchronized (this) {
-            beforeCall();
-            rc = nccl_h.ncclReduce(pointer(send), pointerOrNull(recv), count, NcclCalls.dataType(type),
-                    NcclCalls.redOp(op), root, comm, stream.rawHandle());
-        }
-        afterEnqueue(rc, () -> "ncclReduce(count " + count + ", " + type.canonicalName() + ", " + op + ", root " + root
+        enqueue(() -> nccl_h.ncclReduce(pointer(send), pointerOrNull(recv), count, NcclCalls.dataType(type),
+                NcclCalls.redOp(op), root, comm, stream.rawHandle()),
+                () -> "ncclReduce(count " + count + ", " + type.canonicalName() + ", " + op + ", root " + root
                 + ", " + this + ")");
     }
 
@@ -300,13 +276,8 @@ public final class NcclCommunicator implements AutoCloseable {
         requireRank(peer, "peer");
         requireBuffer(buffer, byteCount(count, 1, type, "count"), "send");
         requireStream(stream);
-        settlePending();
-        int rc;
-        synchronized (this) {
-            beforeCall();
-            rc = nccl_h.ncclSend(pointer(buffer), count, NcclCalls.dataType(type), peer, comm, stream.rawHandle());
-        }
-        afterEnqueue(rc, () -> "ncclSend(count " + count + ", " + type.canonicalName() + ", peer " + peer + ", " + this + ")");
+        enqueue(() -> nccl_h.ncclSend(pointer(buffer), count, NcclCalls.dataType(type), peer, comm, stream.rawHandle()),
+                () -> "ncclSend(count " + count + ", " + type.canonicalName() + ", peer " + peer + ", " + this + ")");
     }
 
     /** Receives {@code count} elements from rank {@code peer} into {@code buffer} ({@code ncclRecv}); see {@link #send}. */
@@ -316,13 +287,8 @@ public final class NcclCommunicator implements AutoCloseable {
         requireRank(peer, "peer");
         requireBuffer(buffer, byteCount(count, 1, type, "count"), "recv");
         requireStream(stream);
-        settlePending();
-        int rc;
-        synchronized (this) {
-            beforeCall();
-            rc = nccl_h.ncclRecv(pointer(buffer), count, NcclCalls.dataType(type), peer, comm, stream.rawHandle());
-        }
-        afterEnqueue(rc, () -> "ncclRecv(count " + count + ", " + type.canonicalName() + ", peer " + peer + ", " + this + ")");
+        enqueue(() -> nccl_h.ncclRecv(pointer(buffer), count, NcclCalls.dataType(type), peer, comm, stream.rawHandle()),
+                () -> "ncclRecv(count " + count + ", " + type.canonicalName() + ", peer " + peer + ", " + this + ")");
     }
 
     /**
@@ -548,6 +514,17 @@ public final class NcclCommunicator implements AutoCloseable {
     private void beforeCall() {
         requireNotReleased();
         context.setCurrent();
+    }
+
+    /** Issues one operation: waits out a pending one, makes the call under the lock, then records its result. */
+    private void enqueue(IntSupplier call, Supplier<String> description) {
+        settlePending();
+        int rc;
+        synchronized (this) {
+            beforeCall();
+            rc = call.getAsInt();
+        }
+        afterEnqueue(rc, description);
     }
 
     private void afterEnqueue(int rc, Supplier<String> call) {
