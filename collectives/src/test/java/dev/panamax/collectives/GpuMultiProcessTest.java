@@ -1,6 +1,5 @@
 package dev.panamax.collectives;
 
-import dev.panamax.cuda.Cuda;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -14,8 +13,6 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.abort;
 
 /**
  * Rank processes sharing one GPU run {@link GpuCommunicator} all-reduces (ring and rhd) through
@@ -24,27 +21,10 @@ import static org.junit.jupiter.api.Assumptions.abort;
  */
 @Tag("gpu")
 class GpuMultiProcessTest {
-    private static final int ORDINAL = Integer.parseInt(System.getenv().getOrDefault("PANAMAX_CUDA_DEVICE", "0"));
-
-    private static void requireGpu() {
-        String reason = null;
-        if (!Cuda.isAvailable()) {
-            reason = "no CUDA: " + Cuda.unavailabilityCause().getMessage();
-        } else if (Cuda.deviceCount() <= ORDINAL) {
-            reason = "no CUDA device " + ORDINAL + " (" + Cuda.deviceCount() + " visible)";
-        }
-        if (reason != null) {
-            if ("1".equals(System.getenv("PANAMAX_REQUIRE_GPU"))) {
-                fail("PANAMAX_REQUIRE_GPU=1 but " + reason);
-            }
-            abort(reason);
-        }
-    }
-
     @ParameterizedTest(name = "{0} processes")
     @ValueSource(ints = {2, 3})
     void processesAllReduceDeviceMemory(int n) throws Exception {
-        requireGpu();
+        GpuTestSupport.requireGpu(false, 1);
         int port = Ranks.freePort();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<Process> ranks = new ArrayList<>();

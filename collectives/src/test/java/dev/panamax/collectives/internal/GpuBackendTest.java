@@ -1,10 +1,10 @@
 package dev.panamax.collectives.internal;
 
 import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.GpuTestSupport;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.cuda.Cuda;
 import dev.panamax.cuda.CudaContext;
-import dev.panamax.cuda.Nccl;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -19,8 +19,6 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.abort;
 
 /**
  * The NCCL backend of {@code GpuCommunicator} and BlueConnect on device memory with NCCL and own
@@ -36,38 +34,11 @@ import static org.junit.jupiter.api.Assumptions.abort;
  */
 @Tag("gpu")
 class GpuBackendTest {
-    private static final int ORDINAL = Integer.parseInt(System.getenv().getOrDefault("PANAMAX_CUDA_DEVICE", "0"));
-
-    private static void requireGpu(boolean nccl, int devices) {
-        String reason = null;
-        if (!Cuda.isAvailable()) {
-            reason = "no CUDA: " + Cuda.unavailabilityCause().getMessage();
-        } else if (Cuda.deviceCount() <= ORDINAL) {
-            reason = "no CUDA device " + ORDINAL + " (" + Cuda.deviceCount() + " visible)";
-        }
-        if (reason != null) {
-            if ("1".equals(System.getenv("PANAMAX_REQUIRE_GPU"))) {
-                fail("PANAMAX_REQUIRE_GPU=1 but " + reason);
-            }
-            abort(reason);
-        }
-        if (nccl && !Nccl.isAvailable()) {
-            reason = "no NCCL: " + Nccl.unavailabilityCause().getMessage();
-            if ("1".equals(System.getenv("PANAMAX_REQUIRE_NCCL"))) {
-                fail("PANAMAX_REQUIRE_NCCL=1 but " + reason);
-            }
-            abort(reason);
-        }
-        if (Cuda.deviceCount() < devices) {
-            abort("needs " + devices + " CUDA devices, " + Cuda.deviceCount() + " visible");
-        }
-    }
-
     @Test
     void ncclBackendOnOneRank() {
-        requireGpu(true, 1);
+        GpuTestSupport.requireGpu(true, 1);
         List<Communicator> host = Panamax.local(1, TimeUnit.SECONDS.toNanos(60));
-        try (CudaContext ctx = Cuda.device(ORDINAL).retainPrimaryContext()) {
+        try (CudaContext ctx = Cuda.device(GpuTestSupport.ORDINAL).retainPrimaryContext()) {
             List<String> wrong = GpuBackendRankProcess.run(host.getFirst(), ctx, new String[] {"communicator", "nccl"});
             assertEquals(List.of(), wrong);
         } finally {
@@ -77,25 +48,25 @@ class GpuBackendTest {
 
     @Test
     void blueConnectWithNcclInsideOnOneGpu() throws Exception {
-        requireGpu(true, 1);
-        processes(2, r -> ORDINAL, "blueconnect", "1x2", "nccl,stages", "true");
+        GpuTestSupport.requireGpu(true, 1);
+        processes(2, r -> GpuTestSupport.ORDINAL, "blueconnect", "1x2", "nccl,stages", "true");
     }
 
     @Test
     void blueConnectWithOwnStagesOnEveryLevelOnOneGpu() throws Exception {
-        requireGpu(false, 1);
-        processes(4, r -> ORDINAL, "blueconnect", "2x2", "stages,stages", "false");
+        GpuTestSupport.requireGpu(false, 1);
+        processes(4, r -> GpuTestSupport.ORDINAL, "blueconnect", "2x2", "stages,stages", "false");
     }
 
     @Test
     void ncclBackendOverTwoGpus() throws Exception {
-        requireGpu(true, 2);
+        GpuTestSupport.requireGpu(true, 2);
         processes(2, r -> r, "communicator", "nccl");
     }
 
     @Test
     void blueConnectWithNcclPairsInsideOverTwoGpus() throws Exception {
-        requireGpu(true, 2);
+        GpuTestSupport.requireGpu(true, 2);
         // 2x2: the inner groups {0,1} and {2,3} are NCCL pairs on devices 0 and 1; the outer ones share a device
         processes(4, r -> r % 2, "blueconnect", "2x2", "nccl,stages", "false");
     }
