@@ -10,12 +10,12 @@ import java.lang.foreign.MemorySegment;
  * products are exact in every type), the expected result is computed in double (floating types)
  * or in long with the type's wrap-around (integers), and compared element by element.
  */
-final class Reference {
+public final class Reference {
     private Reference() {
     }
 
     /** Input element i of rank r for op. Products use +-1, +-2 so that they stay exact in 16-bit floats. */
-    static long input(int rank, long i, DataType type, ReduceOp op) {
+    public static long input(int rank, long i, DataType type, ReduceOp op) {
         long h = (rank * 31L + i * 7L + 3) % 11;
         if (op == ReduceOp.PROD) {
             long[] v = {1, 2, 1, -1, 1, 2, -2, 1, -1, 1, 2};
@@ -32,7 +32,7 @@ final class Reference {
     }
 
     /** The expected reduction of element i over ranks 0..n-1, as double. */
-    static double expected(long i, int n, DataType type, ReduceOp op) {
+    public static double expected(long i, int n, DataType type, ReduceOp op) {
         if (type.isFloatingPoint()) {
             double acc = input(0, i, type, op);
             for (int r = 1; r < n; r++) {
@@ -73,7 +73,7 @@ final class Reference {
     }
 
     /** Tolerance for floating results (relative, plus absolute near zero). */
-    static double tolerance(DataType t) {
+    public static double tolerance(DataType t) {
         return switch (t) {
             case FLOAT64 -> 1e-12;
             case FLOAT32 -> 1e-6;

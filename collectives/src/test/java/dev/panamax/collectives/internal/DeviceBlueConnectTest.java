@@ -5,6 +5,7 @@ import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.GpuBackend;
 import dev.panamax.collectives.Panamax;
+import dev.panamax.collectives.Reference;
 import dev.panamax.collectives.Topology;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
@@ -61,7 +62,7 @@ class DeviceBlueConnectTest {
             MemorySegment send = a.allocate(count * e + 16, 64);
             MemorySegment recv = inPlace ? send : a.allocate(count * e + 16, 64);
             for (long i = 0; i < count; i++) {
-                type.setFromDouble(send, 0, i, DeviceScheduleExecutorTest.input(rank, i, type, op));
+                type.setFromDouble(send, 0, i, Reference.input(rank, i, type, op));
             }
             send.asSlice(count * e).fill((byte) 0x77);
             if (!inPlace) {
@@ -70,9 +71,9 @@ class DeviceBlueConnectTest {
             bc.allReduce(send, recv, count, type, op);
             String what = bc.describe() + " rank " + rank + " " + type + " " + op + " count " + count + (inPlace ? " in place" : "");
             for (long i = 0; i < count; i++) {
-                double want = DeviceScheduleExecutorTest.expected(i, n, type, op);
+                double want = Reference.expected(i, n, type, op);
                 double got = type.getAsDouble(recv, 0, i);
-                double tol = DeviceScheduleExecutorTest.tolerance(type);
+                double tol = Reference.tolerance(type);
                 boolean ok = type.isFloatingPoint() ? Math.abs(got - want) <= tol * Math.max(1, Math.abs(want)) : got == want;
                 if (!ok) {
                     return what + ": element " + i + " is " + got + ", expected " + want;

@@ -3,6 +3,7 @@ package dev.panamax.collectives.internal;
 import dev.panamax.collectives.Collective;
 import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.collectives.Reference;
 import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.algorithms.Algorithms;
 import dev.panamax.collectives.schedule.Problem;
@@ -76,50 +77,6 @@ class DeviceScheduleExecutorTest {
         }
     }
 
-    static long input(int rank, long i, DataType type, ReduceOp op) {
-        long h = (rank * 31L + i * 7L + 3) % 11;
-        if (op == ReduceOp.PROD) {
-            long[] v = {1, 2, 1, -1, 1, 2, -2, 1, -1, 1, 2};
-            long x = v[(int) h];
-            return type == DataType.UINT8 ? Math.abs(x) : x;
-        }
-        return type == DataType.UINT8 ? h : h - 5;
-    }
-
-    static double expected(long i, int n, DataType type, ReduceOp op) {
-        double acc = input(0, i, type, op);
-        for (int r = 1; r < n; r++) {
-            double x = input(r, i, type, op);
-            acc = switch (op) {
-                case SUM, AVG -> acc + x;
-                case PROD -> acc * x;
-                case MIN -> Math.min(acc, x);
-                case MAX -> Math.max(acc, x);
-            };
-        }
-        if (type.isFloatingPoint()) {
-            return op == ReduceOp.AVG ? acc / n : acc;
-        }
-        long v = (long) acc; // |acc| < 2^53: exact
-        v = switch (type) {
-            case INT8 -> (byte) v;
-            case UINT8 -> v & 0xff;
-            case INT32 -> (int) v;
-            default -> v;
-        };
-        return op == ReduceOp.AVG ? v / n : v;
-    }
-
-    static double tolerance(DataType t) {
-        return switch (t) {
-            case FLOAT64 -> 1e-12;
-            case FLOAT32 -> 1e-6;
-            case FLOAT16 -> 2e-3;
-            case BFLOAT16 -> 1e-2;
-            default -> 0;
-        };
-    }
-
     /** Runs {@code body} on every rank in its own thread; rethrows the first failure (not a timeout echo). */
     static <T> List<T> onEachRank(int n, IntFunction<T> body) {
         ExecutorService pool = Executors.newFixedThreadPool(n);
@@ -169,16 +126,16 @@ class DeviceScheduleExecutorTest {
             MemorySegment send = a.allocate(Math.max(1, count * e), 64);
             MemorySegment recv = inPlace ? send : a.allocate(Math.max(1, count * e), 64);
             for (long i = 0; i < count; i++) {
-                type.setFromDouble(send, 0, i, input(rank, i, type, op));
+                type.setFromDouble(send, 0, i, Reference.input(rank, i, type, op));
             }
             if (!inPlace) {
                 recv.fill((byte) 0x5a);
             }
             g.executors.get(rank).run(schedule(algorithm, rank, g.n, count, type), send, recv, type, op);
             for (long i = 0; i < count; i++) {
-                double want = expected(i, g.n, type, op);
+                double want = Reference.expected(i, g.n, type, op);
                 double got = type.getAsDouble(recv, 0, i);
-                boolean ok = type.isFloatingPoint() ? Math.abs(got - want) <= tolerance(type) * Math.max(1, Math.abs(want)) : got == want;
+                boolean ok = type.isFloatingPoint() ? Math.abs(got - want) <= Reference.tolerance(type) * Math.max(1, Math.abs(want)) : got == want;
                 if (!ok) {
                     return algorithm + " n=" + g.n + " rank " + rank + " " + type + " " + op + " count " + count
                             + (inPlace ? " in place" : "") + ": element " + i + " is " + got + ", expected " + want;
