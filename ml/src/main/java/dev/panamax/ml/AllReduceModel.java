@@ -75,18 +75,26 @@ public record AllReduceModel(double a, double b, double gamma, double copy) {
         return a + b * (max + (gamma - 1) * (sum - max));
     }
 
-    /** Sizes {@link #calibrate(Communicator)} measures: 4 KiB to 4 MiB by factors of 4 (the paper fits 8 KiB to 4 MiB). */
-    public static final List<Long> CALIBRATION_BYTES = List.of(4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20);
+    /**
+     * Sizes {@link #calibrate(Communicator)} measures: 4 KiB to 16 MiB by factors of 4 (the paper fits
+     * 8 KiB to 4 MiB; fused groups of large models reach tens of MB, and over TCP the time per byte
+     * still grows past 4 MiB).
+     */
+    public static final List<Long> CALIBRATION_BYTES = List.of(4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20, 16L << 20);
 
     /**
      * Measures the model on {@code comm}; collective (every rank calls it). a and b: a line fitted
      * to the median time of an in-place float32 all-reduce of each size of
      * {@link #CALIBRATION_BYTES} by least squares on the relative error (so that the small sizes,
      * which carry a, weigh as much as the large ones, which carry b; plain least squares lets the
-     * noise of the largest times decide a); gamma: {@link Fit#contention} over the median time of
-     * two such all-reduces run together by {@link Communicator#allReduceConcurrently}. Each time
-     * is the slowest rank's; a JIT warm-up on the smallest size comes first, and the sizes are
-     * swept twice, each keeping its faster median. copy: the median time of a
+     * noise of the largest times decide a); gamma: the pair's time against the single's at the same
+     * size ({@link #contentionAgainstSingles}), from the median time of two such all-reduces run
+     * together by {@link Communicator#allReduceConcurrently}. Each time is the slowest rank's, and
+     * each all-reduce (or pair) starts after a barrier, untimed: a synchronizer's all-reduces start
+     * when back-propagation hands over a gradient, not in a tight loop, where consecutive
+     * all-reduces overlap across ranks (the loop made small all-reduces look several times cheaper
+     * and pairs look as if they shared bandwidth they do not). A JIT warm-up on the smallest size
+     * comes first, and the sizes are swept twice, each keeping its faster median. copy: the median time of a
      * {@link MemorySegment#copy} of {@link #COPY_CALIBRATION_BYTES} between native segments, per
      * byte, the slowest rank's (larger than caches, as fusion buffers of big models are). Takes a
      * few seconds on shared memory.
@@ -97,6 +105,19 @@ public record AllReduceModel(double a, double b, double gamma, double copy) {
 
     /** {@link #calibrate(Communicator)} over the given sizes (multiples of 4 bytes), warm-up and timed repetitions per size. */
     public static AllReduceModel calibrate(Communicator comm, List<Long> sizes, int warmup, int reps) {
+        return measure(comm, sizes, warmup, reps).model();
+    }
+
+    /**
+     * What {@link #calibrate} measured: per size ({@code bytes}), the slowest rank's median seconds
+     * of one all-reduce alone ({@code oneSeconds}) and of two run together ({@code pairSeconds}),
+     * each started after a barrier, and the model fitted to them.
+     */
+    public record Calibration(long[] bytes, double[] oneSeconds, double[] pairSeconds, AllReduceModel model) {
+    }
+
+    /** {@link #calibrate(Communicator, List, int, int)}, keeping the measured times (collective). */
+    public static Calibration measure(Communicator comm, List<Long> sizes, int warmup, int reps) {
         if (sizes.size() < 2) {
             throw new IllegalArgumentException("calibration needs at least two sizes: " + sizes);
         }
@@ -119,13 +140,14 @@ public record AllReduceModel(double a, double b, double gamma, double copy) {
             double[] m = new double[sizes.size()];
             double[] one = new double[m.length];
             double[] two = new double[m.length];
-            medians(JIT_WARMUP, 1, allReduces(comm, x, y, min, 1), allReduces(comm, x, y, min, 2));
+            medians(JIT_WARMUP, 1, () -> { }, allReduces(comm, x, y, min, 1), allReduces(comm, x, y, min, 2));
             Arrays.fill(one, Double.POSITIVE_INFINITY);
             Arrays.fill(two, Double.POSITIVE_INFINITY);
             for (int pass = 0; pass < PASSES; pass++) {
                 for (int i = 0; i < m.length; i++) {
                     m[i] = sizes.get(i);
-                    double[] t = medians(warmup, reps, allReduces(comm, x, y, sizes.get(i), 1), allReduces(comm, x, y, sizes.get(i), 2));
+                    double[] t = medians(warmup, reps, comm::barrier, allReduces(comm, x, y, sizes.get(i), 1),
+                            allReduces(comm, x, y, sizes.get(i), 2));
                     one[i] = Math.min(one[i], slowest(comm, stat, t[0]));
                     two[i] = Math.min(two[i], slowest(comm, stat, t[1]));
                 }
@@ -133,14 +155,35 @@ public record AllReduceModel(double a, double b, double gamma, double copy) {
             Fit.Line line = relativeFit(m, one);
             double b = Math.max(0, line.beta());
             double a = Math.max(0, line.alpha());
-            double gamma = b > 0 ? Fit.contention(new Fit.Line(a, b, line.r2()), m, two).gamma() : 1;
+            double gamma = b > 0 ? contentionAgainstSingles(a, one, two) : 1;
             double copy = slowest(comm, stat, copySecondsPerByte(warmup, reps));
-            return new AllReduceModel(a, b, Math.max(0, gamma), copy);
+            long[] bytes = sizes.stream().mapToLong(Long::longValue).toArray();
+            return new Calibration(bytes, one, two, new AllReduceModel(a, b, Math.max(0, gamma), copy));
         } finally {
             comm.free(stat);
             comm.free(y);
             comm.free(x);
         }
+    }
+
+    /**
+     * gamma from measured times at each size, of one all-reduce alone ({@code one}) and of two
+     * started together ({@code two}): the least-squares solution of
+     * {@code two_i - a = gamma (one_i - a)}, so {@code gamma = sum((two_i - a)(one_i - a)) / sum((one_i - a)^2)}.
+     * Against the measured single rather than the fitted line: where the line misses the single
+     * time (over TCP it overestimates the large sizes), gamma taken against the line absorbs that
+     * error (it measured 1.5 where two 4 MiB all-reduces took twice one). Absolute least squares,
+     * so the large sizes, where the bandwidth term gamma scales dominates, decide it.
+     */
+    static double contentionAgainstSingles(double a, double[] one, double[] two) {
+        double num = 0;
+        double den = 0;
+        for (int i = 0; i < one.length; i++) {
+            double x = one[i] - a;
+            num += (two[i] - a) * x;
+            den += x * x;
+        }
+        return den > 0 ? num / den : 1;
     }
 
     /** The copy {@link #calibrate} times: 16 MiB, beyond the caches, like the fusion buffer of a large model. */
@@ -152,7 +195,7 @@ public record AllReduceModel(double a, double b, double gamma, double copy) {
             MemorySegment from = arena.allocate(COPY_CALIBRATION_BYTES, 64).fill((byte) 1);
             MemorySegment to = arena.allocate(COPY_CALIBRATION_BYTES, 64).fill((byte) 0);
             Runnable copy = () -> MemorySegment.copy(from, 0, to, 0, COPY_CALIBRATION_BYTES);
-            return medians(warmup, reps, copy, copy)[0] / COPY_CALIBRATION_BYTES;
+            return medians(warmup, reps, () -> { }, copy, copy)[0] / COPY_CALIBRATION_BYTES;
         }
     }
 
@@ -214,8 +257,11 @@ public record AllReduceModel(double a, double b, double gamma, double copy) {
         return new Fit.Line(alpha, beta, tot > 0 ? 1 - res / tot : 1);
     }
 
-    /** Median seconds of {@code first} and of {@code second}, timed alternately so that a change of load hits both alike. */
-    private static double[] medians(int warmup, int reps, Runnable first, Runnable second) {
+    /**
+     * Median seconds of {@code first} and of {@code second}, timed alternately so that a change of
+     * load hits both alike; {@code align} runs, untimed, before each.
+     */
+    private static double[] medians(int warmup, int reps, Runnable align, Runnable first, Runnable second) {
         for (int i = 0; i < warmup; i++) {
             first.run();
             second.run();
@@ -223,12 +269,15 @@ public record AllReduceModel(double a, double b, double gamma, double copy) {
         long[] a = new long[reps];
         long[] b = new long[reps];
         for (int i = 0; i < reps; i++) {
+            align.run();
             long t0 = System.nanoTime();
             first.run();
             long t1 = System.nanoTime();
+            align.run();
+            long t2 = System.nanoTime();
             second.run();
             a[i] = t1 - t0;
-            b[i] = System.nanoTime() - t1;
+            b[i] = System.nanoTime() - t2;
         }
         return new double[]{median(a), median(b)};
     }

@@ -40,6 +40,42 @@ class AllReduceModelTest {
         assertTrue(Math.abs(plain - 20e-6) > 100e-6, "plain fit a = " + plain);
     }
 
+    /**
+     * gamma is read against the measured single, not the fitted line: pairs taking exactly twice the
+     * single's transfer give 2 even where the line overestimates the large sizes (as it does over
+     * TCP), and the large sizes decide it.
+     */
+    @Test
+    void contentionIsMeasuredAgainstTheSingleTimes() {
+        double a = 100e-6;
+        double[] one = {0.2e-3, 0.5e-3, 2e-3, 8e-3};
+        double[] two = new double[one.length];
+        for (int i = 0; i < one.length; i++) {
+            two[i] = a + 2 * (one[i] - a);
+        }
+        assertEquals(2.0, AllReduceModel.contentionAgainstSingles(a, one, two), 1e-12);
+        // A noisy small size barely moves it; a line-based fit would not see the factor at all.
+        two[0] = 0.6e-3;
+        assertEquals(2.0, AllReduceModel.contentionAgainstSingles(a, one, two), 0.01);
+        for (int i = 0; i < one.length; i++) {
+            two[i] = a + 1.25 * (one[i] - a);
+        }
+        assertEquals(1.25, AllReduceModel.contentionAgainstSingles(a, one, two), 1e-12);
+    }
+
+    /** The measured times come with the model, and the model is the one calibrate gives. */
+    @Test
+    void measureKeepsTheTimesItFitted() {
+        List<AllReduceModel.Calibration> c = LocalRanks.run(2, comm -> AllReduceModel.measure(comm, List.of(4096L, 65536L), 1, 3));
+        AllReduceModel.Calibration first = c.getFirst();
+        assertEquals(2, first.bytes().length);
+        assertEquals(65536L, first.bytes()[1]);
+        for (int i = 0; i < 2; i++) {
+            assertTrue(first.oneSeconds()[i] > 0 && first.pairSeconds()[i] > 0);
+        }
+        assertEquals(first.model(), c.get(1).model());
+    }
+
     @Test
     void rejectsBadArguments() {
         assertThrows(IllegalArgumentException.class, () -> new AllReduceModel(-1, 1, 1));
