@@ -114,6 +114,17 @@ public record AllReduceModel(double a, double b, double gamma, double copy) {
      * each started after a barrier, and the model fitted to them.
      */
     public record Calibration(long[] bytes, double[] oneSeconds, double[] pairSeconds, AllReduceModel model) {
+        /**
+         * How far the model's {@code a + b m} is from the measured single times: the largest over the
+         * sizes of {@code |a + b m - one| / one}. Simulated gaps below it are not predictions.
+         */
+        public double maxRelativeError() {
+            double max = 0;
+            for (int i = 0; i < bytes.length; i++) {
+                max = Math.max(max, Math.abs(model.seconds(bytes[i]) - oneSeconds[i]) / oneSeconds[i]);
+            }
+            return max;
+        }
     }
 
     /** {@link #calibrate(Communicator, List, int, int)}, keeping the measured times (collective). */

@@ -64,6 +64,8 @@ public final class WfbpBench {
             boolean print = comm.rank() == 0;
             AllReduceModel.Calibration calibration = AllReduceModel.measure(comm, AllReduceModel.CALIBRATION_BYTES, 5, 41);
             AllReduceModel model = calibration.model();
+            // A simulated gap smaller than the model's own error at the sizes it was fitted to is no prediction.
+            double tie = Math.max(MIN_SIM_TIE, calibration.maxRelativeError());
             if (print) {
                 System.out.printf(Locale.ROOT, "# wfbp-bench: np %d, transport %s, sizes x %s, times x %s, %d warm-up + %d timed turns "
                                 + "(an iteration of each policy per turn)%n", comm.size(), comm.size() > 1 ? comm.transportTo(1) : "self",
@@ -76,6 +78,8 @@ public final class WfbpBench {
                             m, calibration.oneSeconds()[i] * 1e3, model.seconds(m) * 1e3, calibration.pairSeconds()[i] * 1e3,
                             calibration.pairSeconds()[i] / calibration.oneSeconds()[i], model.simultaneousSeconds(new double[]{m, m}) * 1e3);
                 }
+                System.out.printf(Locale.ROOT, "# the model's error: up to %.0f %% over those sizes; simulated times closer than that are a tie (=)%n",
+                        tie * 100);
                 System.out.printf(Locale.ROOT, "# %-12s %-9s %8s %8s %7s %7s %5s %5s %5s%n", "model", "policy", "tensors", "MB", "meas-ms",
                         "sim-ms", "allr", "fused", "pairs");
             }
@@ -106,7 +110,7 @@ public final class WfbpBench {
                         System.out.println("#   " + line);
                     }
                     System.out.printf(Locale.ROOT, "# %s: measured %s; simulated %s: %s%n", name, measuredOrder(measured, laps),
-                            order(simulated, SIM_TIE), verdict(laps, simulated));
+                            order(simulated, tie), verdict(laps, simulated, tie));
                 }
             }
         }
@@ -248,8 +252,8 @@ public final class WfbpBench {
         return new int[]{allReduces, fused, pairs};
     }
 
-    /** Simulated times closer than this (relative) are a tie: the decision's gains below it mean nothing. */
-    private static final double SIM_TIE = 1e-3;
+    /** The smallest relative difference of simulated times that counts as a difference at all. */
+    private static final double MIN_SIM_TIE = 1e-3;
 
     /** The policies from fastest to slowest, e.g. "ASC_WFBP < MG_WFBP < WFBP", "=" for times within {@code tie} (relative). */
     private static String order(double[] seconds, double tie) {
@@ -343,13 +347,13 @@ public final class WfbpBench {
      * one the simulated way, "order differs" when they resolve some pair the other way, otherwise
      * "same order where resolved" naming how many pairs stay within the noise.
      */
-    static String verdict(double[][] laps, double[] simulated) {
+    static String verdict(double[][] laps, double[] simulated, double tie) {
         int agree = 0;
         int differ = 0;
         int open = 0;
         for (int i = 0; i < simulated.length; i++) {
             for (int j = 0; j < simulated.length; j++) {
-                if (simulated[i] < simulated[j] * (1 - SIM_TIE)) {
+                if (simulated[i] < simulated[j] * (1 - tie)) {
                     if (fasterThan(laps, i, j)) {
                         agree++;
                     } else if (fasterThan(laps, j, i)) {
