@@ -115,15 +115,18 @@ public record AllReduceModel(double a, double b, double gamma, double copy) {
      */
     public record Calibration(long[] bytes, double[] oneSeconds, double[] pairSeconds, AllReduceModel model) {
         /**
-         * How far the model's {@code a + b m} is from the measured single times: the largest over the
-         * sizes of {@code |a + b m - one| / one}. Simulated gaps below it are not predictions.
+         * How far the model's {@code a + b m} typically is from the measured single times: the median
+         * over the sizes of {@code |a + b m - one| / one} (the median, so that one noisy size does not
+         * decide it). Simulated gaps below it are not predictions.
          */
-        public double maxRelativeError() {
-            double max = 0;
-            for (int i = 0; i < bytes.length; i++) {
-                max = Math.max(max, Math.abs(model.seconds(bytes[i]) - oneSeconds[i]) / oneSeconds[i]);
+        public double medianRelativeError() {
+            double[] e = new double[bytes.length];
+            for (int i = 0; i < e.length; i++) {
+                e[i] = Math.abs(model.seconds(bytes[i]) - oneSeconds[i]) / oneSeconds[i];
             }
-            return max;
+            Arrays.sort(e);
+            int n = e.length;
+            return n % 2 == 1 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
         }
     }
 

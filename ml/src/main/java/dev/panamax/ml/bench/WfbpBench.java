@@ -65,7 +65,7 @@ public final class WfbpBench {
             AllReduceModel.Calibration calibration = AllReduceModel.measure(comm, AllReduceModel.CALIBRATION_BYTES, 5, 41);
             AllReduceModel model = calibration.model();
             // A simulated gap smaller than the model's own error at the sizes it was fitted to is no prediction.
-            double tie = Math.max(MIN_SIM_TIE, calibration.maxRelativeError());
+            double tie = Math.max(MIN_SIM_TIE, calibration.medianRelativeError());
             if (print) {
                 System.out.printf(Locale.ROOT, "# wfbp-bench: np %d, transport %s, sizes x %s, times x %s, %d warm-up + %d timed turns "
                                 + "(an iteration of each policy per turn)%n", comm.size(), comm.size() > 1 ? comm.transportTo(1) : "self",
@@ -78,7 +78,7 @@ public final class WfbpBench {
                             m, calibration.oneSeconds()[i] * 1e3, model.seconds(m) * 1e3, calibration.pairSeconds()[i] * 1e3,
                             calibration.pairSeconds()[i] / calibration.oneSeconds()[i], model.simultaneousSeconds(new double[]{m, m}) * 1e3);
                 }
-                System.out.printf(Locale.ROOT, "# the model's error: up to %.0f %% over those sizes; simulated times closer than that are a tie (=)%n",
+                System.out.printf(Locale.ROOT, "# the model's error: median %.0f %% over those sizes; simulated times closer than that are a tie (=)%n",
                         tie * 100);
                 System.out.printf(Locale.ROOT, "# %-12s %-9s %8s %8s %7s %7s %5s %5s %5s%n", "model", "policy", "tensors", "MB", "meas-ms",
                         "sim-ms", "allr", "fused", "pairs");
