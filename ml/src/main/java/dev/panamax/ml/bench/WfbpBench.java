@@ -36,7 +36,8 @@ import java.util.concurrent.locks.LockSupport;
  * measured as simulated. A measured order of two policies counts only when one is faster in
  * significantly more turns than the other (two-sided sign test, p below {@link #ALPHA}); otherwise
  * the pair is within this machine's noise, printed {@code ~}, and neither confirms nor contradicts
- * the simulation.
+ * the simulation. Simulated times closer than the calibrated line's median relative error are a
+ * tie, not a prediction, and are not judged.
  */
 public final class WfbpBench {
     private WfbpBench() {
