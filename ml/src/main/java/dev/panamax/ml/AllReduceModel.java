@@ -32,9 +32,15 @@ import java.util.List;
  * @param a     startup time of one all-reduce, seconds
  * @param b     time per byte, seconds
  * @param gamma contention factor of two simultaneous all-reduces
+ * <p>{@code maxFusedBytes} bounds the fused groups the decision forms: {@link #calibrate} sets it to
+ * the largest size it measured, because beyond it {@code a + b m} is an extrapolation (over TCP the
+ * cost per byte keeps growing: a 33.6 MB fused group took 3 ns/B where the line fitted up to 16
+ * MiB said 2.0), as deep-learning frameworks cap their fusion buckets.
+ *
  * @param copy  time per byte of a local copy (fusion buffer in or out), seconds
+ * @param maxFusedBytes the largest fused group {@link LayerTypes#decide} may form, bytes
  */
-public record AllReduceModel(double a, double b, double gamma, double copy) {
+public record AllReduceModel(double a, double b, double gamma, double copy, long maxFusedBytes) {
     /** The paper's 8-node 10 GbE cluster (section VI-B): a = 1.4 ms, b = 1.7 ns/B, gamma = 1.5; copies free. */
     public static final AllReduceModel PAPER_10GBE = new AllReduceModel(1.4e-3, 1.7e-9, 1.5);
 
@@ -44,9 +50,17 @@ public record AllReduceModel(double a, double b, double gamma, double copy) {
             throw new IllegalArgumentException("a, b, gamma and copy must be finite and >= 0: a=" + a + " b=" + b + " gamma=" + gamma
                     + " copy=" + copy);
         }
+        if (maxFusedBytes <= 0) {
+            throw new IllegalArgumentException("maxFusedBytes must be > 0: " + maxFusedBytes);
+        }
     }
 
-    /** The paper's model: fusion copies free. */
+    /** Fusion unbounded. */
+    public AllReduceModel(double a, double b, double gamma, double copy) {
+        this(a, b, gamma, copy, Long.MAX_VALUE);
+    }
+
+    /** The paper's model: fusion copies free and unbounded. */
     public AllReduceModel(double a, double b, double gamma) {
         this(a, b, gamma, 0);
     }
@@ -171,7 +185,7 @@ public record AllReduceModel(double a, double b, double gamma, double copy) {
             double gamma = b > 0 ? contentionAgainstSingles(a, one, two) : 1;
             double copy = slowest(comm, stat, copySecondsPerByte(warmup, reps));
             long[] bytes = sizes.stream().mapToLong(Long::longValue).toArray();
-            return new Calibration(bytes, one, two, new AllReduceModel(a, b, Math.max(0, gamma), copy));
+            return new Calibration(bytes, one, two, new AllReduceModel(a, b, Math.max(0, gamma), copy, max));
         } finally {
             comm.free(stat);
             comm.free(pool);
@@ -325,6 +339,7 @@ public record AllReduceModel(double a, double b, double gamma, double copy) {
 
     @Override
     public String toString() {
-        return String.format(java.util.Locale.ROOT, "a=%.3gs b=%.3gs/B gamma=%.3f copy=%.3gs/B", a, b, gamma, copy);
+        return String.format(java.util.Locale.ROOT, "a=%.3gs b=%.3gs/B gamma=%.3f copy=%.3gs/B%s", a, b, gamma, copy,
+                maxFusedBytes == Long.MAX_VALUE ? "" : " maxFusedBytes=" + maxFusedBytes);
     }
 }

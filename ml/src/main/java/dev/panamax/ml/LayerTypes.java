@@ -21,8 +21,8 @@ import java.util.Arrays;
  * <p>{@link SyncPolicy#WFBP}: every tensor normal. {@link SyncPolicy#MG_WFBP}: normal or merged
  * (tensor fusion where it pays, MG-WFBP). {@link SyncPolicy#ASC_WFBP}: normal, merged or
  * simultaneous, at most two all-reduces at a time (the paper's two-way simultaneous
- * communications, whose gamma {@link AllReduceModel#calibrate} measures). O(L^2) for L tensors,
- * like Algorithm 1.
+ * communications, whose gamma {@link AllReduceModel#calibrate} measures). A fused group never
+ * exceeds {@link AllReduceModel#maxFusedBytes()}. O(L^2) for L tensors, like Algorithm 1.
  */
 public final class LayerTypes {
     /** A change must shorten the modelled iteration by more than this fraction (rounding, not gain). */
@@ -43,7 +43,7 @@ public final class LayerTypes {
         for (int i = 0; i < n; i++) {
             LayerType chosen = null;
             for (LayerType candidate : LayerType.values()) {
-                if (allowed(candidate, i, types, policy)) {
+                if (allowed(candidate, i, types, policy, profile, model)) {
                     types[i] = candidate;
                     double t = withNext(profile, model, policy, types, i + 1);
                     if (chosen == null || t < best * (1 - EPSILON)) {
@@ -64,7 +64,7 @@ public final class LayerTypes {
         }
         double best = Double.POSITIVE_INFINITY;
         for (LayerType candidate : LayerType.values()) {
-            if (allowed(candidate, next, types, policy)) {
+            if (allowed(candidate, next, types, policy, profile, model)) {
                 types[next] = candidate;
                 best = Math.min(best, WfbpSimulator.simulate(profile, model, types).iterationSeconds());
             }
@@ -73,12 +73,23 @@ public final class LayerTypes {
         return best;
     }
 
-    private static boolean allowed(LayerType type, int i, LayerType[] types, SyncPolicy policy) {
+    private static boolean allowed(LayerType type, int i, LayerType[] types, SyncPolicy policy, BackwardProfile profile,
+                                   AllReduceModel model) {
         return switch (type) {
             case NORMAL -> true;
-            case MERGED -> i < types.length - 1;
+            case MERGED -> i < types.length - 1 && fusedBytes(i, types, profile) <= model.maxFusedBytes();
             case SIMULTANEOUS -> policy == SyncPolicy.ASC_WFBP && pairsWithSingle(i, types);
         };
+    }
+
+    /** Bytes of tensor i's group if i is merged into i + 1: the merged tensors before i, i and i + 1. */
+    private static long fusedBytes(int i, LayerType[] types, BackwardProfile profile) {
+        long[] bytes = profile.bytes();
+        long sum = bytes[i] + bytes[i + 1];
+        for (int j = i - 1; j >= 0 && types[j] == LayerType.MERGED; j--) {
+            sum += bytes[j];
+        }
+        return sum;
     }
 
     /**

@@ -13,6 +13,7 @@ import static dev.panamax.ml.LayerType.SIMULTANEOUS;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class LayerTypesTest {
@@ -66,6 +67,33 @@ class LayerTypesTest {
             assertArrayEquals(new LayerType[]{NORMAL, NORMAL}, LayerTypes.decide(p, UNIT, policy), policy.name());
             assertEquals(12, WfbpSimulator.simulate(p, UNIT, policy).iterationSeconds(), 1e-12);
         }
+    }
+
+    /**
+     * Six 1-byte tensors ready at once: unbounded, MG merges them all (as threeTensorsReadyTogether);
+     * with maxFusedBytes = 2 no fused group exceeds 2 bytes, in either fusing policy.
+     */
+    @Test
+    void fusedGroupsStayWithinMaxFusedBytes() {
+        BackwardProfile p = profile(new double[]{0, 0, 0, 0, 0, 0}, 1, 1, 1, 1, 1, 1);
+        assertArrayEquals(new LayerType[]{MERGED, MERGED, MERGED, MERGED, MERGED, NORMAL}, LayerTypes.decide(p, UNIT, SyncPolicy.MG_WFBP));
+        AllReduceModel capped = new AllReduceModel(UNIT.a(), UNIT.b(), UNIT.gamma(), UNIT.copy(), 2);
+        for (SyncPolicy policy : List.of(SyncPolicy.MG_WFBP, SyncPolicy.ASC_WFBP)) {
+            LayerType[] t = LayerTypes.decide(p, capped, policy);
+            long group = 0;
+            int merged = 0;
+            for (LayerType x : t) {
+                group += 1;
+                if (x == MERGED) {
+                    merged++;
+                } else {
+                    assertTrue(group <= 2, policy + " " + java.util.Arrays.toString(t));
+                    group = 0;
+                }
+            }
+            assertTrue(merged > 0, policy + " still fuses within the bound: " + java.util.Arrays.toString(t));
+        }
+        assertThrows(IllegalArgumentException.class, () -> new AllReduceModel(1, 1, 1, 0, 0));
     }
 
     /** No startup cost: nothing is gained by merging; with gamma = 2 nothing by running together either. */
