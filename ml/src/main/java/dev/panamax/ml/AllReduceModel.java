@@ -37,10 +37,15 @@ import java.util.List;
  * cost per byte keeps growing: a 33.6 MB fused group took 3 ns/B where the line fitted up to 16
  * MiB said 2.0), as deep-learning frameworks cap their fusion buckets.
  *
+ * <p>{@code pairA} is the startup of two all-reduces started together, in the paper the same a.
+ * {@link #calibrate} measures it: here two small all-reduces run together took 1.2x to 1.6x one,
+ * where {@code a + gamma b m} said 1.0x, so a pair saves less than a whole a against two in a row.
+ *
  * @param copy  time per byte of a local copy (fusion buffer in or out), seconds
+ * @param pairA startup of all-reduces started together, seconds
  * @param maxFusedBytes the largest fused group {@link LayerTypes#decide} may form, bytes
  */
-public record AllReduceModel(double a, double b, double gamma, double copy, long maxFusedBytes) {
+public record AllReduceModel(double a, double b, double gamma, double copy, double pairA, long maxFusedBytes) {
     /** The paper's 8-node 10 GbE cluster (section VI-B): a = 1.4 ms, b = 1.7 ns/B, gamma = 1.5; copies free. */
     public static final AllReduceModel PAPER_10GBE = new AllReduceModel(1.4e-3, 1.7e-9, 1.5);
 
@@ -50,14 +55,17 @@ public record AllReduceModel(double a, double b, double gamma, double copy, long
             throw new IllegalArgumentException("a, b, gamma and copy must be finite and >= 0: a=" + a + " b=" + b + " gamma=" + gamma
                     + " copy=" + copy);
         }
+        if (!(pairA >= 0) || Double.isInfinite(pairA)) {
+            throw new IllegalArgumentException("pairA must be finite and >= 0: " + pairA);
+        }
         if (maxFusedBytes <= 0) {
             throw new IllegalArgumentException("maxFusedBytes must be > 0: " + maxFusedBytes);
         }
     }
 
-    /** Fusion unbounded. */
+    /** The paper's startup for pairs too (pairA = a); fusion unbounded. */
     public AllReduceModel(double a, double b, double gamma, double copy) {
-        this(a, b, gamma, copy, Long.MAX_VALUE);
+        this(a, b, gamma, copy, a, Long.MAX_VALUE);
     }
 
     /** The paper's model: fusion copies free and unbounded. */
@@ -86,7 +94,7 @@ public record AllReduceModel(double a, double b, double gamma, double copy, long
             max = Math.max(max, m);
             sum += m;
         }
-        return a + b * (max + (gamma - 1) * (sum - max));
+        return (bytes.length == 1 ? a : pairA) + b * (max + (gamma - 1) * (sum - max));
     }
 
     /**
@@ -183,9 +191,10 @@ public record AllReduceModel(double a, double b, double gamma, double copy, long
             double b = Math.max(0, line.beta());
             double a = Math.max(0, line.alpha());
             double gamma = b > 0 ? contentionAgainstSingles(a, one, two) : 1;
+            double pairA = pairStartup(a, Math.max(0, gamma), one, two);
             double copy = slowest(comm, stat, copySecondsPerByte(warmup, reps));
             long[] bytes = sizes.stream().mapToLong(Long::longValue).toArray();
-            return new Calibration(bytes, one, two, new AllReduceModel(a, b, Math.max(0, gamma), copy, max));
+            return new Calibration(bytes, one, two, new AllReduceModel(a, b, Math.max(0, gamma), copy, pairA, max));
         } finally {
             comm.free(stat);
             comm.free(pool);
@@ -210,6 +219,23 @@ public record AllReduceModel(double a, double b, double gamma, double copy, long
             den += x * x;
         }
         return den > 0 ? num / den : 1;
+    }
+
+    /**
+     * The startup of a pair: a plus the mean of {@code two_i - a - gamma (one_i - a)} over the sizes,
+     * weighted by {@code 1 / two_i^2} (relative error, as {@link #relativeFit}: the small sizes,
+     * where the startup is most of the time, decide it rather than the noise of the large ones).
+     * Not below 0.
+     */
+    static double pairStartup(double a, double gamma, double[] one, double[] two) {
+        double sum = 0;
+        double weights = 0;
+        for (int i = 0; i < one.length; i++) {
+            double w = 1 / (two[i] * two[i]);
+            sum += w * (two[i] - a - gamma * (one[i] - a));
+            weights += w;
+        }
+        return Math.max(0, a + sum / weights);
     }
 
     /** The copy {@link #calibrate} times: 16 MiB, beyond the caches, like the fusion buffer of a large model. */
@@ -339,7 +365,7 @@ public record AllReduceModel(double a, double b, double gamma, double copy, long
 
     @Override
     public String toString() {
-        return String.format(java.util.Locale.ROOT, "a=%.3gs b=%.3gs/B gamma=%.3f copy=%.3gs/B%s", a, b, gamma, copy,
+        return String.format(java.util.Locale.ROOT, "a=%.3gs b=%.3gs/B gamma=%.3f copy=%.3gs/B pairA=%.3gs%s", a, b, gamma, copy, pairA,
                 maxFusedBytes == Long.MAX_VALUE ? "" : " maxFusedBytes=" + maxFusedBytes);
     }
 }

@@ -63,6 +63,24 @@ class AllReduceModelTest {
         assertEquals(1.25, AllReduceModel.contentionAgainstSingles(a, one, two), 1e-12);
     }
 
+    /** The pair's own startup: times built with a known one come back; the paper's constructors keep pairA = a. */
+    @Test
+    void pairStartupIsMeasured() {
+        double a = 100e-6;
+        double gamma = 2;
+        double[] one = {0.12e-3, 0.2e-3, 0.5e-3, 2e-3, 8e-3};
+        double[] two = new double[one.length];
+        for (int i = 0; i < one.length; i++) {
+            two[i] = 130e-6 + gamma * (one[i] - a);
+        }
+        assertEquals(130e-6, AllReduceModel.pairStartup(a, gamma, one, two), 1e-12);
+        AllReduceModel m = new AllReduceModel(a, 1e-9, gamma, 0, 130e-6, Long.MAX_VALUE);
+        assertEquals(130e-6 + 1e-9 * (1000 + 500), m.simultaneousSeconds(new double[]{1000, 500}), 1e-15);
+        assertEquals(a + 1e-9 * 1000, m.simultaneousSeconds(new double[]{1000}), 1e-15);
+        assertEquals(a, new AllReduceModel(a, 1e-9, 1.5).pairA());
+        assertThrows(IllegalArgumentException.class, () -> new AllReduceModel(a, 1e-9, 1.5, 0, -1, 1));
+    }
+
     /** The measured times come with the model, and the model is the one calibrate gives. */
     @Test
     void measureKeepsTheTimesItFitted() {

@@ -77,7 +77,7 @@ class LayerTypesTest {
     void fusedGroupsStayWithinMaxFusedBytes() {
         BackwardProfile p = profile(new double[]{0, 0, 0, 0, 0, 0}, 1, 1, 1, 1, 1, 1);
         assertArrayEquals(new LayerType[]{MERGED, MERGED, MERGED, MERGED, MERGED, NORMAL}, LayerTypes.decide(p, UNIT, SyncPolicy.MG_WFBP));
-        AllReduceModel capped = new AllReduceModel(UNIT.a(), UNIT.b(), UNIT.gamma(), UNIT.copy(), 2);
+        AllReduceModel capped = new AllReduceModel(UNIT.a(), UNIT.b(), UNIT.gamma(), UNIT.copy(), UNIT.a(), 2);
         for (SyncPolicy policy : List.of(SyncPolicy.MG_WFBP, SyncPolicy.ASC_WFBP)) {
             LayerType[] t = LayerTypes.decide(p, capped, policy);
             long group = 0;
@@ -93,7 +93,7 @@ class LayerTypesTest {
             }
             assertTrue(merged > 0, policy + " still fuses within the bound: " + java.util.Arrays.toString(t));
         }
-        assertThrows(IllegalArgumentException.class, () -> new AllReduceModel(1, 1, 1, 0, 0));
+        assertThrows(IllegalArgumentException.class, () -> new AllReduceModel(1, 1, 1, 0, 1, 0));
     }
 
     /** No startup cost: nothing is gained by merging; with gamma = 2 nothing by running together either. */

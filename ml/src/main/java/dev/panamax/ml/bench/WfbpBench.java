@@ -71,11 +71,11 @@ public final class WfbpBench {
                 System.out.printf(Locale.ROOT, "# wfbp-bench: np %d, transport %s, sizes x %s, times x %s, %d warm-up + %d timed turns "
                                 + "(an iteration of each policy per turn)%n", comm.size(), comm.size() > 1 ? comm.transportTo(1) : "self",
                         sizeScale, timeScale, warmup, iters);
-                System.out.printf(Locale.ROOT, "# calibrated: a = %.1f us, b = %.3f ns/B, gamma = %.2f, copy = %.3f ns/B%n", model.a() * 1e6,
-                        model.b() * 1e9, model.gamma(), model.copy() * 1e9);
+                System.out.printf(Locale.ROOT, "# calibrated: a = %.1f us, b = %.3f ns/B, gamma = %.2f, copy = %.3f ns/B, pair startup = %.1f us%n",
+                        model.a() * 1e6, model.b() * 1e9, model.gamma(), model.copy() * 1e9, model.pairA() * 1e6);
                 for (int i = 0; i < calibration.bytes().length; i++) {
                     long m = calibration.bytes()[i];
-                    System.out.printf(Locale.ROOT, "#   %8d B: one %8.3f ms (a + b m: %8.3f), two together %8.3f ms (%.2fx; a + gamma b m: %8.3f)%n",
+                    System.out.printf(Locale.ROOT, "#   %8d B: one %8.3f ms (a + b m: %8.3f), two together %8.3f ms (%.2fx; model: %8.3f)%n",
                             m, calibration.oneSeconds()[i] * 1e3, model.seconds(m) * 1e3, calibration.pairSeconds()[i] * 1e3,
                             calibration.pairSeconds()[i] / calibration.oneSeconds()[i], model.simultaneousSeconds(new double[]{m, m}) * 1e3);
                 }
