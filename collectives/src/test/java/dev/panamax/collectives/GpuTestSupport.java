@@ -3,6 +3,16 @@ package dev.panamax.collectives;
 import dev.panamax.cuda.Cuda;
 import dev.panamax.cuda.Nccl;
 
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntUnaryOperator;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.abort;
 
@@ -42,6 +52,60 @@ public final class GpuTestSupport {
         }
         if (Cuda.deviceCount() < devices) {
             abort("needs " + devices + " CUDA devices, " + Cuda.deviceCount() + " visible");
+        }
+    }
+
+    /**
+     * Runs {@code main} as {@code n} rank processes of one job (the launch variables set, rank r on
+     * device {@code device(r)}, arguments {@code args}, output to a log file each) and asserts that each
+     * finishes within 300 s, exits 0 and prints OK. A failure shows every rank's exit status and output:
+     * the rank that reports is often not the one that failed.
+     */
+    public static void runRankProcesses(Class<?> main, int n, IntUnaryOperator device, String... args) throws Exception {
+        int port = Ranks.freePort();
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        List<Process> ranks = new ArrayList<>();
+        List<File> logs = new ArrayList<>();
+        try {
+            for (int r = 0; r < n; r++) {
+                File log = Files.createTempFile("panamax-" + main.getSimpleName() + "-rank" + r, ".log").toFile();
+                log.deleteOnExit();
+                List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector",
+                        "-cp", System.getProperty("java.class.path"), main.getName()));
+                cmd.addAll(List.of(args));
+                ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log);
+                pb.environment().put("PANAMAX_RANK", Integer.toString(r));
+                pb.environment().put("PANAMAX_WORLD_SIZE", Integer.toString(n));
+                pb.environment().put("PANAMAX_MASTER_ADDR", "127.0.0.1");
+                pb.environment().put("PANAMAX_MASTER_PORT", Integer.toString(port));
+                pb.environment().put("PANAMAX_CUDA_DEVICE", Integer.toString(device.applyAsInt(r)));
+                pb.environment().remove("PANAMAX_NODE");
+                ranks.add(pb.start());
+                logs.add(log);
+            }
+            boolean ok = true;
+            StringBuilder report = new StringBuilder();
+            for (int r = 0; r < n; r++) {
+                Process p = ranks.get(r);
+                boolean done = p.waitFor(300, TimeUnit.SECONDS);
+                String out = read(logs.get(r));
+                ok &= done && p.exitValue() == 0 && out.contains("OK");
+                report.append("rank ").append(r).append(done ? " exited with " + p.exitValue() : " did not finish").append(":\n")
+                        .append(out).append('\n');
+            }
+            assertTrue(ok, report::toString);
+        } finally {
+            for (Process p : ranks) {
+                p.destroyForcibly();
+            }
+        }
+    }
+
+    private static String read(File f) {
+        try {
+            return Files.readString(f.toPath());
+        } catch (IOException e) {
+            return "(no log: " + e + ")";
         }
     }
 }
