@@ -754,60 +754,38 @@ void destroyContext(Context* ctx) {
     int allocations = 0, mappings = 0, pinned = 0, registered = 0, streams = 0, events = 0, modules = 0;
     {
         std::lock_guard<std::mutex> lock(T.m);
-        for (auto it = T.allocations.begin(); it != T.allocations.end();) {
-            if (it->second->ctx == ctx) {
-                it->second->live = false;
-                if (it->second->ipc) {
-                    mappings++;
-                } else {
-                    allocations++;
-                    T.usedBytes -= it->second->mappedBytes;
-                }
-                freed.push_back(it->second);
-                it = T.allocations.erase(it);
+        // std::erase_if over a map returns how many it erased: what the context still owned.
+        std::erase_if(T.allocations, [&](auto& e) {
+            Allocation& a = *e.second;
+            if (a.ctx != ctx) return false;
+            a.live = false;
+            if (a.ipc) {
+                mappings++;
             } else {
-                ++it;
+                allocations++;
+                T.usedBytes -= a.mappedBytes;
             }
-        }
-        for (auto it = T.pinned.begin(); it != T.pinned.end();) {
-            if (it->second.ctx == ctx) {
-                if (it->second.allocated) {
-                    pinned++;
-                    munmap(reinterpret_cast<void*>(it->second.base), roundUp(it->second.size, getpagesize()));
-                } else {
-                    registered++;
-                }
-                it = T.pinned.erase(it);
+            freed.push_back(e.second);
+            return true;
+        });
+        std::erase_if(T.pinned, [&](auto& e) {
+            if (e.second.ctx != ctx) return false;
+            if (e.second.allocated) {
+                pinned++;
+                munmap(reinterpret_cast<void*>(e.second.base), roundUp(e.second.size, getpagesize()));
             } else {
-                ++it;
+                registered++;
             }
-        }
-        for (auto it = T.streams.begin(); it != T.streams.end();) {
-            if (it->second->ctx == ctx) {
-                streams++;
-                it = T.streams.erase(it);
-            } else {
-                ++it;
-            }
-        }
-        for (auto it = T.events.begin(); it != T.events.end();) {
-            if (it->second->ctx == ctx) {
-                events++;
-                it = T.events.erase(it);
-            } else {
-                ++it;
-            }
-        }
-        for (auto it = T.modules.begin(); it != T.modules.end();) {
-            if (it->second->ctx == ctx) {
-                modules++;
-                it->second->loaded = false;
-                for (const auto& f : it->second->functions) T.functions.erase(f.second);
-                it = T.modules.erase(it);
-            } else {
-                ++it;
-            }
-        }
+            return true;
+        });
+        streams = static_cast<int>(std::erase_if(T.streams, [&](auto& e) { return e.second->ctx == ctx; }));
+        events = static_cast<int>(std::erase_if(T.events, [&](auto& e) { return e.second->ctx == ctx; }));
+        modules = static_cast<int>(std::erase_if(T.modules, [&](auto& e) {
+            if (e.second->ctx != ctx) return false;
+            e.second->loaded = false;
+            for (const auto& f : e.second->functions) T.functions.erase(f.second);
+            return true;
+        }));
         std::lock_guard<std::mutex> qlock(Q.m);
         for (auto& s : ctx->streams) s->destroyed = true;
         ctx->streams.clear();
