@@ -146,9 +146,7 @@ public record AllReduceModel(double a, double b, double gamma, double copy, doub
             for (int i = 0; i < e.length; i++) {
                 e[i] = Math.abs(model.seconds(bytes[i]) - oneSeconds[i]) / oneSeconds[i];
             }
-            Arrays.sort(e);
-            int n = e.length;
-            return n % 2 == 1 ? e[n / 2] : (e[n / 2 - 1] + e[n / 2]) / 2;
+            return median(e);
         }
     }
 
@@ -351,10 +349,16 @@ public record AllReduceModel(double a, double b, double gamma, double copy, doub
         return new double[]{median(a), median(b)};
     }
 
+    /** Median of nanosecond laps, in seconds. */
     private static double median(long[] laps) {
-        Arrays.sort(laps);
-        int n = laps.length;
-        return (n % 2 == 1 ? laps[n / 2] : (laps[n / 2 - 1] + laps[n / 2]) / 2.0) / 1e9;
+        return median(Arrays.stream(laps).mapToDouble(ns -> ns / 1e9).toArray());
+    }
+
+    /** Median of {@code x} (sorts it). */
+    private static double median(double[] x) {
+        Arrays.sort(x);
+        int n = x.length;
+        return n % 2 == 1 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
     }
 
     private static double slowest(Communicator comm, MemorySegment stat, double seconds) {
