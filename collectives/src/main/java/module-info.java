@@ -7,6 +7,7 @@ module dev.panamax.collectives {
     requires jdk.jfr;
     requires java.management;
     exports dev.panamax.collectives;
+    exports dev.panamax.collectives.gpu;
     exports dev.panamax.collectives.schedule;
     exports dev.panamax.collectives.algorithms;
     exports dev.panamax.collectives.plan;

@@ -164,7 +164,7 @@ public final class CommunicatorBuilder {
         if (config == null) {
             config = LaunchConfig.fromEnvironment();
         }
-        Communicator c = dev.panamax.collectives.internal.ProcessGroup.connect(config, transport, timeoutNanos, bindAddress, secret);
+        Communicator c = dev.panamax.collectives.internal.bootstrap.ProcessBootstrap.connect(config, transport, timeoutNanos, bindAddress, secret);
         try {
             if (topology != null) {
                 c.setTopology(topology);

@@ -1,5 +1,8 @@
 package dev.panamax.collectives;
 
+import dev.panamax.collectives.gpu.GpuBlueConnect;
+import dev.panamax.collectives.gpu.GpuCommunicator;
+
 /**
  * What moves the data of a collective on device memory ({@link GpuCommunicator}, and each level
  * of {@link GpuBlueConnect}).

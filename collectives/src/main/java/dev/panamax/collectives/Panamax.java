@@ -30,6 +30,6 @@ public final class Panamax {
 
     /** Like {@link #local(int)} with the given timeout for every wait. */
     public static List<Communicator> local(int size, long timeoutNanos) {
-        return dev.panamax.collectives.internal.LocalGroup.create(size, timeoutNanos);
+        return dev.panamax.collectives.internal.transport.local.LocalFabric.create(size, timeoutNanos);
     }
 }

@@ -1,5 +1,7 @@
 package dev.panamax.collectives;
 
+import dev.panamax.collectives.gpu.GpuCommunicator;
+
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;

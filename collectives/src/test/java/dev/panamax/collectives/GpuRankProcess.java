@@ -1,5 +1,6 @@
 package dev.panamax.collectives;
 
+import dev.panamax.collectives.gpu.GpuCommunicator;
 import dev.panamax.cuda.Cuda;
 import dev.panamax.cuda.CudaContext;
 import dev.panamax.cuda.DeviceMemory;

@@ -1,7 +1,7 @@
 package dev.panamax.ml;
 
 import dev.panamax.collectives.Communicator;
-import dev.panamax.collectives.plan.Fit;
+import dev.panamax.collectives.plan.LinearFit;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -185,7 +185,7 @@ public record AllReduceModel(double a, double b, double gamma, double copy, doub
                     two[i] = Math.min(two[i], slowest(comm, stat, t[1]));
                 }
             }
-            Fit.Line line = relativeFit(m, one);
+            LinearFit.Line line = relativeFit(m, one);
             double b = Math.max(0, line.beta());
             double a = Math.max(0, line.alpha());
             double gamma = b > 0 ? contentionAgainstSingles(a, one, two) : 1;
@@ -288,9 +288,9 @@ public record AllReduceModel(double a, double b, double gamma, double copy, doub
     /**
      * {@code t = alpha + beta m} minimizing the sum of squared relative errors
      * {@code ((alpha + beta m_i - t_i) / t_i)^2} (weighted least squares, weights {@code 1 / t_i^2});
-     * r2 is {@link Fit#linear}'s for the fitted line's unweighted residuals.
+     * r2 is {@link LinearFit#linear}'s for the fitted line's unweighted residuals.
      */
-    static Fit.Line relativeFit(double[] m, double[] t) {
+    static LinearFit.Line relativeFit(double[] m, double[] t) {
         double w = 0;
         double mx = 0;
         double my = 0;
@@ -321,7 +321,7 @@ public record AllReduceModel(double a, double b, double gamma, double copy, doub
             res += Math.pow(t[i] - alpha - beta * m[i], 2);
             tot += Math.pow(t[i] - mean, 2);
         }
-        return new Fit.Line(alpha, beta, tot > 0 ? 1 - res / tot : 1);
+        return new LinearFit.Line(alpha, beta, tot > 0 ? 1 - res / tot : 1);
     }
 
     /**

@@ -1,7 +1,7 @@
 package dev.panamax.collectives.algorithms;
 
 import dev.panamax.collectives.Collective;
-import dev.panamax.collectives.schedule.Algorithm;
+
 import dev.panamax.collectives.schedule.Problem;
 
 import java.util.ArrayList;
@@ -20,8 +20,8 @@ public final class Algorithms {
     private static final Map<String, Algorithm> REGISTRY = new LinkedHashMap<>();
 
     static {
-        for (Algorithm a : List.of(new Ring(), new Rhd(), new Butterfly(), new ReduceBcast(), new TwoLevel(), new MdRing(),
-                new BlueConnect(), new Direct(), new Pairwise(), new Dissemination())) {
+        for (Algorithm a : List.of(new Ring(), new HalvingDoubling(), new Butterfly(), new ReduceBroadcast(), new TwoLevel(), new MultiDimRing(),
+                new BlueConnect(), new DirectAllReduce(), new PairwiseAllToAll(), new DisseminationBarrier())) {
             REGISTRY.put(a.name(), a);
         }
     }

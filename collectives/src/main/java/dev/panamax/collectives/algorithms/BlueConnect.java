@@ -18,7 +18,7 @@ public final class BlueConnect extends Hierarchical {
         if (activeLevels(t).size() <= 1) {
             return Kind.RING; // no feasible decomposition: the one-level ring (section 3.4)
         }
-        return Patterns.isPowerOfTwo(fanout) ? Kind.RHD : Kind.RING;
+        return SchedulePatterns.isPowerOfTwo(fanout) ? Kind.RHD : Kind.RING;
     }
 
     @Override

@@ -10,9 +10,9 @@ import dev.panamax.collectives.schedule.Slice;
  * Butterfly (distance-doubling) all-reduce, paper 002: log2(p) stages, in stage k a rank swaps its
  * whole partial vector with rank ^ 2^k and folds the two, lower rank's operand first so that both
  * partners compute the same bits. Latency-optimal for small vectors (log2 p hand-offs), but each
- * rank moves log2(p) whole vectors. Other rank counts fold first as in {@link Rhd}.
+ * rank moves log2(p) whole vectors. Other rank counts fold first as in {@link HalvingDoubling}.
  */
-public final class Butterfly extends OneCollective {
+public final class Butterfly extends SingleCollectiveAlgorithm {
     public Butterfly() {
         super("butterfly", Collective.ALL_REDUCE);
     }
@@ -26,11 +26,11 @@ public final class Butterfly extends OneCollective {
         if (c == 0) {
             return b.build();
         }
-        int v = Rhd.Fold.before(b, "fold", r, n, c);
+        int v = HalvingDoubling.Fold.before(b, "fold", r, n, c);
         if (v >= 0) {
-            int[] g = Patterns.foldedGroup(n);
+            int[] g = SchedulePatterns.foldedGroup(n);
             int pp = g.length;
-            int cur = Rhd.Fold.source(r, n);
+            int cur = HalvingDoubling.Fold.source(r, n);
             int theirs = pp > 1 ? b.scratch(c) : -1;
             int rounds = Integer.numberOfTrailingZeros(pp);
             for (int k = 0; k < rounds; k++) {
@@ -51,7 +51,7 @@ public final class Butterfly extends OneCollective {
             }
             b.finish(Slice.recv(0, c), n);
         }
-        Rhd.Fold.after(b, "unfold", r, n, c);
+        HalvingDoubling.Fold.after(b, "unfold", r, n, c);
         return b.build();
     }
 

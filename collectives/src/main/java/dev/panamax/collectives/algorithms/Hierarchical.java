@@ -2,7 +2,7 @@ package dev.panamax.collectives.algorithms;
 
 import dev.panamax.collectives.Collective;
 import dev.panamax.collectives.Topology;
-import dev.panamax.collectives.schedule.Algorithm;
+
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.collectives.schedule.ScheduleBuilder;
@@ -78,7 +78,7 @@ abstract class Hierarchical implements Algorithm {
             return b.build();
         }
         if (levels.isEmpty()) {
-            Patterns.alone(b, c);
+            SchedulePatterns.alone(b, c);
             return b.build();
         }
         int k = levels.size();
@@ -95,11 +95,11 @@ abstract class Hierarchical implements Algorithm {
             int src = j == 0 ? Slice.SEND : Slice.RECV;
             long[] own;
             if (kind == Kind.RHD) {
-                Patterns.halvingReduceScatter(b, label, group, me, lo[j], len[j], src);
-                own = Patterns.halvingOwned(lo[j], len[j], group.length, me);
+                SchedulePatterns.halvingReduceScatter(b, label, group, me, lo[j], len[j], src);
+                own = SchedulePatterns.halvingOwned(lo[j], len[j], group.length, me);
             } else {
-                Patterns.ringReduceScatter(b, label, group, me, lo[j], len[j], src);
-                own = Patterns.ringOwned(lo[j], len[j], group.length, me);
+                SchedulePatterns.ringReduceScatter(b, label, group, me, lo[j], len[j], src);
+                own = SchedulePatterns.ringOwned(lo[j], len[j], group.length, me);
             }
             lo[j + 1] = own[0];
             len[j + 1] = own[1];
@@ -112,9 +112,9 @@ abstract class Hierarchical implements Algorithm {
             Kind kind = levelKind(t, group.length);
             String label = "level " + level + " all-gather (" + kind.label() + " over " + group.length + ")";
             if (kind == Kind.RHD) {
-                Patterns.doublingAllGather(b, label, group, me, lo[j], len[j]);
+                SchedulePatterns.doublingAllGather(b, label, group, me, lo[j], len[j]);
             } else {
-                Patterns.ringAllGather(b, label, group, me, lo[j], len[j]);
+                SchedulePatterns.ringAllGather(b, label, group, me, lo[j], len[j]);
             }
         }
         return b.build();

@@ -1,6 +1,5 @@
 package dev.panamax.collectives.algorithms;
 
-import dev.panamax.collectives.schedule.Algorithm;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.collectives.schedule.ScheduleBuilder;
@@ -37,7 +36,7 @@ public final class Ring implements Algorithm {
             case ALL_REDUCE -> allReduce(b);
             case REDUCE_SCATTER -> reduceScatter(b);
             case ALL_GATHER -> allGather(b);
-            case BROADCAST -> chainBroadcast(b, Patterns.all(p.size()), p.rank(), p.root(), 0, p.count(), p.elementBytes(),
+            case BROADCAST -> chainBroadcast(b, SchedulePatterns.all(p.size()), p.rank(), p.root(), 0, p.count(), p.elementBytes(),
                     p.rank() == p.root() ? Slice.SEND : Slice.RECV);
             case REDUCE -> reduce(b);
             default -> throw new IllegalArgumentException(unsupported(p));
@@ -52,11 +51,11 @@ public final class Ring implements Algorithm {
         if (c == 0) {
             return;
         }
-        int[] g = Patterns.all(n);
-        Patterns.ringReduceScatter(b, "reduce-scatter", g, p.rank(), 0, c, Slice.SEND);
-        long[] own = Patterns.ringOwned(0, c, n, p.rank());
+        int[] g = SchedulePatterns.all(n);
+        SchedulePatterns.ringReduceScatter(b, "reduce-scatter", g, p.rank(), 0, c, Slice.SEND);
+        long[] own = SchedulePatterns.ringOwned(0, c, n, p.rank());
         b.stage("finish").finish(Slice.recv(own[0], own[1]), n);
-        Patterns.ringAllGather(b, "all-gather", g, p.rank(), 0, c);
+        SchedulePatterns.ringAllGather(b, "all-gather", g, p.rank(), 0, c);
     }
 
     /** NCCL layout: send holds n blocks of count; partial sums alternate between two scratch blocks. */
@@ -69,7 +68,7 @@ public final class Ring implements Algorithm {
             return;
         }
         if (n == 1) {
-            Patterns.alone(b, c);
+            SchedulePatterns.alone(b, c);
             return;
         }
         int right = (r + 1) % n;
@@ -97,7 +96,7 @@ public final class Ring implements Algorithm {
         }
         b.stage("own block").copy(Slice.send(0, c), Slice.recv(r * c, c));
         // Block q of n*c elements is exactly ring chunk q, which member q owns.
-        Patterns.ringAllGather(b, "all-gather", Patterns.all(n), r, 0, n * c);
+        SchedulePatterns.ringAllGather(b, "all-gather", SchedulePatterns.all(n), r, 0, n * c);
     }
 
     /**
@@ -145,13 +144,13 @@ public final class Ring implements Algorithm {
             return;
         }
         if (n == 1) {
-            Patterns.alone(b, c);
+            SchedulePatterns.alone(b, c);
             return;
         }
         // Non-roots need not pass a receive buffer: they reduce into scratch.
         int work = r == root ? Slice.RECV : b.scratch(c);
-        Patterns.ringReduceScatter(b, "reduce-scatter", Patterns.all(n), r, 0, c, Slice.SEND, work);
-        long[] own = Patterns.ringOwned(0, c, n, r);
+        SchedulePatterns.ringReduceScatter(b, "reduce-scatter", SchedulePatterns.all(n), r, 0, c, Slice.SEND, work);
+        long[] own = SchedulePatterns.ringOwned(0, c, n, r);
         b.stage("finish").finish(new Slice(work, own[0], own[1]), n);
         b.stage("gather at " + root);
         if (r != root) {
@@ -159,7 +158,7 @@ public final class Ring implements Algorithm {
         } else {
             for (int q = 0; q < n; q++) {
                 if (q != root) {
-                    long[] o = Patterns.ringOwned(0, c, n, q);
+                    long[] o = SchedulePatterns.ringOwned(0, c, n, q);
                     b.recv(q, Slice.recv(o[0], o[1]));
                 }
             }

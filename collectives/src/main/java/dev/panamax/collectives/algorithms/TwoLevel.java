@@ -14,7 +14,7 @@ import dev.panamax.collectives.schedule.Slice;
  * result back into its node. Within a node the reduce is a ring reduce-scatter plus a gather at
  * the leader and the broadcast a pipelined chain. Non-leaders idle while the leaders work.
  */
-public final class TwoLevel extends OneCollective {
+public final class TwoLevel extends SingleCollectiveAlgorithm {
     public TwoLevel() {
         super("two-level", Collective.ALL_REDUCE);
     }
@@ -28,22 +28,22 @@ public final class TwoLevel extends OneCollective {
         int p0 = t.fanout(0);
         int leaders = n / p0;
         ScheduleBuilder b = new ScheduleBuilder(p, name() + "(" + p0 + " per node, " + leaders + " leaders: "
-                + (Patterns.isPowerOfTwo(leaders) ? "rhd" : "ring") + ")");
+                + (SchedulePatterns.isPowerOfTwo(leaders) ? "rhd" : "ring") + ")");
         if (c == 0) {
             return b.build();
         }
         int[] node = t.group(r, 0);
         int me = t.coordinate(r, 0);
         // 1. reduce to the leader: ring reduce-scatter in the node, then the leader gathers the parts.
-        Patterns.ringReduceScatter(b, "node reduce-scatter", node, me, 0, c, Slice.SEND);
+        SchedulePatterns.ringReduceScatter(b, "node reduce-scatter", node, me, 0, c, Slice.SEND);
         if (p0 > 1) {
             b.stage("gather at leader");
             if (me != 0) {
-                long[] own = Patterns.ringOwned(0, c, p0, me);
+                long[] own = SchedulePatterns.ringOwned(0, c, p0, me);
                 b.send(node[0], Slice.recv(own[0], own[1]));
             } else {
                 for (int q = 1; q < p0; q++) {
-                    long[] o = Patterns.ringOwned(0, c, p0, q);
+                    long[] o = SchedulePatterns.ringOwned(0, c, p0, q);
                     b.recv(node[q], Slice.recv(o[0], o[1]));
                 }
             }
@@ -61,16 +61,16 @@ public final class TwoLevel extends OneCollective {
                     lead[k++] = q;
                 }
             }
-            if (Patterns.isPowerOfTwo(leaders)) {
-                Patterns.halvingReduceScatter(b, "leaders reduce-scatter", lead, li, 0, c, Slice.RECV);
-                long[] own = Patterns.halvingOwned(0, c, leaders, li);
+            if (SchedulePatterns.isPowerOfTwo(leaders)) {
+                SchedulePatterns.halvingReduceScatter(b, "leaders reduce-scatter", lead, li, 0, c, Slice.RECV);
+                long[] own = SchedulePatterns.halvingOwned(0, c, leaders, li);
                 b.stage("finish").finish(Slice.recv(own[0], own[1]), n);
-                Patterns.doublingAllGather(b, "leaders all-gather", lead, li, 0, c);
+                SchedulePatterns.doublingAllGather(b, "leaders all-gather", lead, li, 0, c);
             } else {
-                Patterns.ringReduceScatter(b, "leaders reduce-scatter", lead, li, 0, c, Slice.RECV);
-                long[] own = Patterns.ringOwned(0, c, leaders, li);
+                SchedulePatterns.ringReduceScatter(b, "leaders reduce-scatter", lead, li, 0, c, Slice.RECV);
+                long[] own = SchedulePatterns.ringOwned(0, c, leaders, li);
                 b.stage("finish").finish(Slice.recv(own[0], own[1]), n);
-                Patterns.ringAllGather(b, "leaders all-gather", lead, li, 0, c);
+                SchedulePatterns.ringAllGather(b, "leaders all-gather", lead, li, 0, c);
             }
         }
         // 3. broadcast back into the node.

@@ -1,8 +1,8 @@
 package dev.panamax.collectives.plan;
 
 import dev.panamax.collectives.Topology;
+import dev.panamax.collectives.algorithms.Algorithm;
 import dev.panamax.collectives.algorithms.Algorithms;
-import dev.panamax.collectives.schedule.Algorithm;
 import dev.panamax.collectives.schedule.Problem;
 
 import java.math.BigDecimal;

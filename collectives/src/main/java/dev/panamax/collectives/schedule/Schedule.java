@@ -1,5 +1,7 @@
 package dev.panamax.collectives.schedule;
 
+import dev.panamax.collectives.algorithms.Algorithm;
+
 import java.util.Arrays;
 import java.util.List;
 

@@ -1,6 +1,7 @@
 package dev.panamax.collectives.schedule;
 
 import dev.panamax.collectives.Collective;
+import dev.panamax.collectives.algorithms.Algorithm;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;

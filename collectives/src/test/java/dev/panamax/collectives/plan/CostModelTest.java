@@ -2,8 +2,8 @@ package dev.panamax.collectives.plan;
 
 import dev.panamax.collectives.Collective;
 import dev.panamax.collectives.Topology;
+import dev.panamax.collectives.algorithms.Algorithm;
 import dev.panamax.collectives.algorithms.Algorithms;
-import dev.panamax.collectives.schedule.Algorithm;
 import dev.panamax.collectives.schedule.Problem;
 import org.junit.jupiter.api.Test;
 

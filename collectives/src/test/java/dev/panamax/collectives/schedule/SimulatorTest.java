@@ -2,6 +2,7 @@ package dev.panamax.collectives.schedule;
 
 import dev.panamax.collectives.Collective;
 import dev.panamax.collectives.Topology;
+import dev.panamax.collectives.algorithms.Algorithm;
 import dev.panamax.collectives.algorithms.Algorithms;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;

@@ -1,7 +1,7 @@
 package dev.panamax.jmh.perf;
 
-import dev.panamax.collectives.plan.Fit;
-import dev.panamax.collectives.plan.Fit.Line;
+import dev.panamax.collectives.plan.LinearFit.Line;
+import dev.panamax.collectives.plan.LinearFit;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.memory.DataType;
@@ -37,7 +37,6 @@ final class Calibration {
     /** Largest size of the gamma measurement. */
     private static final long GAMMA_MAX_BYTES = 8L << 20;
     private static final int[] KS = {1, 2, 4};
-
 
     private final Communicator comm;
     private final PerfConfig config;
@@ -243,7 +242,7 @@ final class Calibration {
         double gamma = Double.NaN;
         if (tk != null && m.length >= 2) {
             try {
-                gamma = Fit.contention(fit(m, ar), new double[] {gammaBytes}, new double[] {tk[KS.length - 1]}).gamma();
+                gamma = LinearFit.contention(fit(m, ar), new double[] {gammaBytes}, new double[] {tk[KS.length - 1]}).gamma();
             } catch (IllegalArgumentException e) {
                 gamma = Double.NaN;
             }
@@ -321,11 +320,11 @@ final class Calibration {
         return String.format(Locale.ROOT, "%.3gus", a * 1e6);
     }
 
-    /** Least squares of t = alpha + beta * m ({@link Fit#linear}); NaN parts with fewer than two distinct sizes. */
+    /** Least squares of t = alpha + beta * m ({@link LinearFit#linear}); NaN parts with fewer than two distinct sizes. */
     static Line fit(double[] m, double[] t) {
         int n = Math.min(m.length, t.length);
         try {
-            return Fit.linear(java.util.Arrays.copyOf(m, n), java.util.Arrays.copyOf(t, n));
+            return LinearFit.linear(java.util.Arrays.copyOf(m, n), java.util.Arrays.copyOf(t, n));
         } catch (IllegalArgumentException e) {
             return new Line(n == 1 ? t[0] : Double.NaN, Double.NaN, Double.NaN);
         }

@@ -2,7 +2,7 @@ package dev.panamax.jmh.perf;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.GpuBackend;
-import dev.panamax.collectives.GpuCommunicator;
+import dev.panamax.collectives.gpu.GpuCommunicator;
 import dev.panamax.cuda.Cuda;
 import dev.panamax.cuda.CudaContext;
 import dev.panamax.cuda.DeviceMemory;

@@ -169,7 +169,7 @@ class PerfAlgorithmsTest {
         for (int i = 0; i < m.length; i++) {
             t[i] = 2e-6 + 1e-9 * m[i];
         }
-        dev.panamax.collectives.plan.Fit.Line f = Calibration.fit(m, t);
+        dev.panamax.collectives.plan.LinearFit.Line f = Calibration.fit(m, t);
         assertEquals(2e-6, f.alpha(), 1e-12);
         assertEquals(1e-9, f.beta(), 1e-15);
         assertEquals(1, f.r2(), 1e-9);

@@ -1,0 +1,36 @@
+package dev.panamax.collectives.algorithms;
+
+import dev.panamax.collectives.Collective;
+import dev.panamax.collectives.schedule.Problem;
+import dev.panamax.collectives.schedule.Schedule;
+import dev.panamax.collectives.schedule.ScheduleBuilder;
+import dev.panamax.collectives.schedule.Slice;
+
+/**
+ * Pairwise-exchange all-to-all: in stage s (1..n-1) rank r sends block r+s of its send buffer to
+ * rank r+s and receives block r-s of its receive buffer from rank r-s, so each stage is a
+ * permutation and no link carries two messages at once.
+ */
+public final class PairwiseAllToAll extends SingleCollectiveAlgorithm {
+    public PairwiseAllToAll() {
+        super("pairwise", Collective.ALL_TO_ALL);
+    }
+
+    @Override
+    public Schedule build(Problem p) {
+        ScheduleBuilder b = new ScheduleBuilder(p, name());
+        int n = p.size();
+        int r = p.rank();
+        long c = p.count();
+        if (c == 0) {
+            return b.build();
+        }
+        b.stage("own block").copy(Slice.send(r * c, c), Slice.recv(r * c, c));
+        for (int s = 1; s < n; s++) {
+            int to = (r + s) % n;
+            int from = Math.floorMod(r - s, n);
+            b.stage("exchange " + s + "/" + (n - 1)).send(to, Slice.send(to * c, c)).recv(from, Slice.recv(from * c, c));
+        }
+        return b.build();
+    }
+}

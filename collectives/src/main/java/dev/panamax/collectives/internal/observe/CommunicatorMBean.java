@@ -1,0 +1,167 @@
+package dev.panamax.collectives.internal.observe;
+
+import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.internal.runtime.ProgressLoop;
+
+import javax.management.Attribute;
+import javax.management.AttributeList;
+import javax.management.AttributeNotFoundException;
+import javax.management.DynamicMBean;
+import javax.management.InstanceNotFoundException;
+import javax.management.MBeanAttributeInfo;
+import javax.management.MBeanInfo;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+import java.lang.management.ManagementFactory;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The JMX view of one communicator, {@code dev.panamax:type=Communicator,rank=R,id=N} (N unique in
+ * the JVM, so split communicators get their own), registered when the communicator is created and
+ * unregistered when it is closed. Read-only attributes: {@code Rank}, {@code Size}, {@code Id},
+ * {@code Transports}, {@code TimeoutSeconds}, {@code Closed} and {@code InFlight} (the collective
+ * in progress, its algorithm and stage, and the requests it has been waiting on and for how long;
+ * empty when idle). {@code InFlight} is read racily from the running thread's plain fields (see
+ * {@link ProgressLoop}): no cost on the collective, at worst a snapshot that straddles two stages.
+ *
+ * <p>A dynamic MBean, so the JMX introspector needs no access to this (unexported) package.
+ * {@code -Dpanamax.jmx=false} turns the registration off.
+ */
+public final class CommunicatorMBean implements DynamicMBean {
+    private static final AtomicLong IDS = new AtomicLong();
+    private static final System.Logger LOG = System.getLogger("dev.panamax.collectives");
+    private static final boolean ENABLED = !"false".equalsIgnoreCase(System.getProperty("panamax.jmx", "true"));
+
+    private static final MBeanInfo INFO = new MBeanInfo(CommunicatorMBean.class.getName(),
+            "A Panamax communicator: its rank and size, its transports and the collective in progress",
+            new MBeanAttributeInfo[] {
+                    attribute("Rank", "int", "this rank in the communicator"),
+                    attribute("Size", "int", "the number of ranks"),
+                    attribute("Id", "long", "the id in the object name, unique in this JVM"),
+                    attribute("Transports", "java.lang.String", "the transports to the peers (self, local, shm, tcp, ...), comma-separated"),
+                    attribute("TimeoutSeconds", "double", "the timeout of every wait inside a collective"),
+                    attribute("Closed", "boolean", "whether the communicator has been closed"),
+                    attribute("InFlight", "java.lang.String",
+                            "the collective in progress with its algorithm and stage, and the requests waited on and for how long; empty when idle"),
+            }, null, null, null);
+
+    /** The next communicator id of this JVM. */
+    public static long nextId() {
+        return IDS.incrementAndGet();
+    }
+
+    private final Communicator comm;
+    private final ProgressLoop waiter;
+    private final long id;
+    private final java.util.function.BooleanSupplier closed;
+    private ObjectName name;
+
+    private CommunicatorMBean(Communicator comm, ProgressLoop waiter, long id, java.util.function.BooleanSupplier closed) {
+        this.comm = comm;
+        this.waiter = waiter;
+        this.id = id;
+        this.closed = closed;
+    }
+
+    /** Registers the bean of {@code comm} with the platform MBean server; null when turned off or when it fails (logged). */
+    public static CommunicatorMBean register(Communicator comm, ProgressLoop waiter, long id, java.util.function.BooleanSupplier closed) {
+        if (!ENABLED) {
+            return null;
+        }
+        CommunicatorMBean bean = new CommunicatorMBean(comm, waiter, id, closed);
+        try {
+            ObjectName n = objectName(comm.rank(), id);
+            ManagementFactory.getPlatformMBeanServer().registerMBean(bean, n);
+            bean.name = n;
+            return bean;
+        } catch (Exception | LinkageError e) {
+            LOG.log(System.Logger.Level.DEBUG, "could not register the communicator's MBean: " + e);
+            return null;
+        }
+    }
+
+    static ObjectName objectName(int rank, long id) {
+        try {
+            return new ObjectName("dev.panamax:type=Communicator,rank=" + rank + ",id=" + id);
+        } catch (javax.management.MalformedObjectNameException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Unregisters (idempotent). */
+    public void unregister() {
+        ObjectName n = name;
+        if (n == null) {
+            return;
+        }
+        name = null;
+        try {
+            MBeanServer server = ManagementFactory.getPlatformMBeanServer();
+            server.unregisterMBean(n);
+        } catch (InstanceNotFoundException ignored) {
+            // already gone
+        } catch (Exception e) {
+            LOG.log(System.Logger.Level.DEBUG, "could not unregister " + n + ": " + e);
+        }
+    }
+
+    private String transports() {
+        TreeSet<String> kinds = new TreeSet<>();
+        for (int p = 0; p < comm.size(); p++) {
+            kinds.add(comm.transportTo(p));
+        }
+        return String.join(",", kinds);
+    }
+
+    @Override
+    public Object getAttribute(String attribute) throws AttributeNotFoundException {
+        return switch (attribute) {
+            case "Rank" -> comm.rank();
+            case "Size" -> comm.size();
+            case "Id" -> id;
+            case "Transports" -> transports();
+            case "TimeoutSeconds" -> comm.timeoutNanos() / 1e9;
+            case "Closed" -> closed.getAsBoolean();
+            case "InFlight" -> waiter.inFlight();
+            default -> throw new AttributeNotFoundException(attribute);
+        };
+    }
+
+    @Override
+    public AttributeList getAttributes(String[] attributes) {
+        AttributeList list = new AttributeList();
+        for (String a : attributes) {
+            try {
+                list.add(new Attribute(a, getAttribute(a)));
+            } catch (AttributeNotFoundException ignored) {
+                // left out, as the interface asks
+            }
+        }
+        return list;
+    }
+
+    @Override
+    public void setAttribute(Attribute attribute) throws AttributeNotFoundException {
+        throw new AttributeNotFoundException(attribute.getName() + " is read-only");
+    }
+
+    @Override
+    public AttributeList setAttributes(AttributeList attributes) {
+        return new AttributeList();
+    }
+
+    @Override
+    public Object invoke(String actionName, Object[] params, String[] signature) throws javax.management.ReflectionException {
+        throw new javax.management.ReflectionException(new NoSuchMethodException(actionName));
+    }
+
+    @Override
+    public MBeanInfo getMBeanInfo() {
+        return INFO;
+    }
+
+    private static MBeanAttributeInfo attribute(String name, String type, String description) {
+        return new MBeanAttributeInfo(name, type, description, true, false, type.equals("boolean") && name.startsWith("Is"));
+    }
+}

@@ -1,0 +1,51 @@
+package dev.panamax.collectives.internal.runtime;
+
+import dev.panamax.collectives.internal.transport.BufferAllocator;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Reusable work buffers of a communicator, from its allocator (shared memory where peers read it
+ * directly). Grown on demand, never shrunk: after the first call of a size, collectives allocate
+ * nothing and touch no new pages.
+ */
+final class ScratchBuffers {
+    private final BufferAllocator allocator;
+    private MemorySegment[] buffers = new MemorySegment[4];
+
+    ScratchBuffers(BufferAllocator allocator) {
+        this.allocator = allocator;
+    }
+
+    /** Buffer {@code index} with at least {@code byteSize} bytes, sliced to exactly that size. */
+    MemorySegment get(int index, long byteSize) {
+        if (index >= buffers.length) {
+            buffers = java.util.Arrays.copyOf(buffers, Math.max(index + 1, buffers.length * 2));
+        }
+        MemorySegment b = buffers[index];
+        if (b == null || b.byteSize() < byteSize) {
+            if (b != null) {
+                allocator.free(b);
+            }
+            // Round up so that a slowly growing size does not reallocate every time.
+            long cap = Math.max(4096, Long.highestOneBit(Math.max(1, byteSize - 1)) << 1);
+            b = allocator.allocate(cap);
+            buffers[index] = b;
+        }
+        return b.asSlice(0, byteSize);
+    }
+
+    /** Frees every buffer (for a sub-communicator whose allocator outlives it). */
+    void release() {
+        for (int i = 0; i < buffers.length; i++) {
+            if (buffers[i] != null) {
+                try {
+                    allocator.free(buffers[i]);
+                } catch (RuntimeException ignored) {
+                    // the allocator was closed already, which freed it
+                }
+                buffers[i] = null;
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+package dev.panamax.collectives.internal.transport;
+
+import dev.panamax.collectives.CollectiveException;
+import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The transport SPI: an ordered, reliable message channel to one peer. Messages are matched in
+ * FIFO order per direction: the n-th receive posted on a link takes the n-th message the peer
+ * sent on it, and their lengths must agree. Posting never blocks; {@link #progress()} moves data
+ * and is called by the waiting thread (no background threads on the data path).
+ *
+ * <p>{@link #close()} may be called from any thread, also while another thread is inside
+ * {@link #progress()} or {@link #checkPeer()} (that is how {@code Communicator.abort()} works): it
+ * tells the peer at once ({@link #signalClose()}, which must be safe beside a running
+ * {@code progress}), and releases the link's memory ({@link #release()}) either at once or, when a
+ * thread is inside the link, as that thread leaves it. Later calls of {@code progress} and
+ * {@code checkPeer} throw.
+ */
+public abstract class Link implements AutoCloseable {
+    private static final int BUSY = 1;
+    private static final int CLOSING = 2;
+    private static final int CLOSED = 4;
+    private static final VarHandle STATE;
+
+    static {
+        try {
+            STATE = MethodHandles.lookup().findVarHandle(Link.class, "state", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    protected final int peer;
+    private volatile int blame = -1;
+    /**
+     * {@link #BUSY} while a thread is inside progress or checkPeer; {@link #CLOSING} once close
+     * began (progress refused from then on); {@link #CLOSED} once the peer was told (release allowed).
+     */
+    @SuppressWarnings("unused")
+    private volatile int state;
+
+    protected Link(int peer) {
+        this.peer = peer;
+    }
+
+    public final int peer() {
+        return peer;
+    }
+
+    /** Transport name: local, shm, tcp. */
+    public abstract String kind();
+
+    /** Posts a send of all of {@code src}; the segment must stay untouched until the request completes. */
+    public abstract Request send(MemorySegment src);
+
+    /**
+     * Posts a receive of {@code dst.byteSize()} bytes. With {@code op == null} the bytes are copied
+     * into {@code dst}; otherwise {@code dst = with op incoming}, element-wise ({@code with} may be
+     * {@code dst} itself).
+     */
+    public abstract Request recv(MemorySegment dst, MemorySegment with, DataType type, ReduceOp op);
+
+    /** Moves whatever can be moved now, in FIFO order; throws {@link CollectiveException} on failure or once closed. */
+    public final void progress() {
+        enter();
+        try {
+            doProgress();
+        } finally {
+            leave();
+        }
+    }
+
+    /** Throws {@link dev.panamax.collectives.PeerFailedException} when the peer is known to be gone. Called while idle. */
+    public final void checkPeer() {
+        enter();
+        try {
+            doCheckPeer();
+        } finally {
+            leave();
+        }
+    }
+
+    /** Tells the peer this side is going away (best effort) and releases resources. Idempotent; any thread. */
+    @Override
+    public final void close() {
+        int prev = (int) STATE.getAndBitwiseOr(this, CLOSING);
+        if ((prev & CLOSING) != 0) {
+            return;
+        }
+        try {
+            signalClose();
+        } finally {
+            // Exactly one of this and leave() sees the other's bit and releases.
+            prev = (int) STATE.getAndBitwiseOr(this, CLOSED);
+            if ((prev & BUSY) == 0) {
+                release();
+            }
+        }
+    }
+
+    /**
+     * {@link #close()} after this rank failed because rank {@code failedRank} did: the transport
+     * passes the blame on where it can, so the peers' errors name the rank that failed first
+     * rather than this one. Called by the thread that holds the communicator's lock.
+     */
+    public final void closeBlaming(int failedRank) {
+        blame = failedRank;
+        close();
+    }
+
+    /**
+     * The error a rank raises when this link's peer gave up because rank {@code failed} failed (the
+     * blame the peer passed on, see {@link #closeBlaming}).
+     */
+    protected final PeerFailedException peerGaveUp(int self, int failed, Throwable cause) {
+        return new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer
+                + " gave up because of it)", cause);
+    }
+
+    /** The rank passed to {@link #closeBlaming}, or -1. */
+    protected final int blame() {
+        return blame;
+    }
+
+    /** True once {@link #close()} was called. */
+    public final boolean isClosed() {
+        return ((int) STATE.getVolatile(this) & CLOSING) != 0;
+    }
+
+    private void enter() {
+        if (!STATE.compareAndSet(this, 0, BUSY)) {
+            throw new CollectiveException("the link to rank " + peer + " (" + kind() + ") was closed on this side");
+        }
+    }
+
+    private void leave() {
+        int prev = (int) STATE.getAndBitwiseAnd(this, ~BUSY);
+        if ((prev & CLOSED) != 0) {
+            // close() finished telling the peer while we were inside: it left the release to us.
+            release();
+        }
+    }
+
+    /** The transport's progress; called by one thread at a time, never after {@link #release()}. */
+    protected abstract void doProgress();
+
+    /** The transport's liveness check; same rules as {@link #doProgress()}. */
+    protected abstract void doCheckPeer();
+
+    /**
+     * Tells the peer this side is going away. Called once, possibly while another thread is inside
+     * {@link #doProgress()}: it must touch nothing that progress changes or frees.
+     */
+    protected abstract void signalClose();
+
+    /** Frees the link's memory and handles. Called once, after {@link #signalClose()}, with no thread inside the link. */
+    protected abstract void release();
+}

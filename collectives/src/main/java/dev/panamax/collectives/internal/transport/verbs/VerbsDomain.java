@@ -1,0 +1,140 @@
+package dev.panamax.collectives.internal.transport.verbs;
+
+import dev.panamax.collectives.CollectiveException;
+import dev.panamax.verbs.Access;
+import dev.panamax.verbs.MemoryRegion;
+import dev.panamax.verbs.PortInfo;
+import dev.panamax.verbs.ProtectionDomain;
+import dev.panamax.verbs.RegistrationCache;
+import dev.panamax.verbs.Verbs;
+import dev.panamax.verbs.VerbsContext;
+import dev.panamax.verbs.VerbsException;
+
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * What the verbs links of one process's communicator share: the opened device, one protection
+ * domain, and the registration cache through which user and scratch buffers are registered once
+ * and then written to directly. Reference counted: the communicator holds one reference and every
+ * link another, because links release their resources lazily (possibly after an abort, on another
+ * thread); the device is closed when the last one lets go.
+ *
+ * <p>Settings (system property, then environment variable): {@code panamax.verbs.device} /
+ * {@code PANAMAX_VERBS_DEVICE} (default: the first device), {@code panamax.verbs.port} /
+ * {@code PANAMAX_VERBS_PORT} (1), {@code panamax.verbs.gidIndex} / {@code PANAMAX_VERBS_GID_INDEX}
+ * (default: the first RoCE v2 GID of the port, else 0), {@code panamax.verbs.zeroCopy} /
+ * {@code PANAMAX_VERBS_ZERO_COPY} ({@code true}; {@code false} sends everything through the
+ * pre-registered staging buffers).
+ */
+public final class VerbsDomain {
+    private static final System.Logger LOG = System.getLogger("dev.panamax.collectives");
+    /** Registrations kept per communicator; the schedules of one call shape touch a handful of buffers. */
+    private static final int CACHE_ENTRIES = 256;
+
+    final VerbsContext context;
+    final ProtectionDomain pd;
+    final int port;
+    final int gidIndex;
+    final int mtu;
+    private final RegistrationCache cache;
+    private final boolean zeroCopy;
+    private final AtomicInteger refs = new AtomicInteger(1);
+    private boolean warnedRegistration;
+
+    private VerbsDomain(VerbsContext context, ProtectionDomain pd, int port, int gidIndex, int mtu, boolean zeroCopy) {
+        this.context = context;
+        this.pd = pd;
+        this.port = port;
+        this.gidIndex = gidIndex;
+        this.mtu = mtu;
+        this.zeroCopy = zeroCopy;
+        this.cache = new RegistrationCache(pd, Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ, CACHE_ENTRIES);
+    }
+
+    /** Opens the configured device; a clear error when libibverbs or a device is missing. */
+    public static VerbsDomain open() {
+        if (!Verbs.isAvailable()) {
+            throw new CollectiveException("transport verbs: libibverbs is not available: " + Verbs.unavailabilityCause());
+        }
+        String device = setting("panamax.verbs.device", "PANAMAX_VERBS_DEVICE", null);
+        int port = Integer.parseInt(setting("panamax.verbs.port", "PANAMAX_VERBS_PORT", "1"));
+        String gid = setting("panamax.verbs.gidIndex", "PANAMAX_VERBS_GID_INDEX", null);
+        boolean zeroCopy = Boolean.parseBoolean(setting("panamax.verbs.zeroCopy", "PANAMAX_VERBS_ZERO_COPY", "true"));
+        if (Verbs.devices().isEmpty()) {
+            throw new CollectiveException("transport verbs: no RDMA device found (ibv_get_device_list returned none)");
+        }
+        VerbsContext ctx = Verbs.open(device);
+        try {
+            PortInfo info = ctx.queryPort(port);
+            if (!info.isActive()) {
+                throw new CollectiveException("transport verbs: port " + port + " of " + ctx.deviceName() + " is not active (state "
+                        + info.state() + ")");
+            }
+            int gidIndex = gid != null ? Integer.parseInt(gid) : Math.max(0, ctx.findRoceV2GidIndex(port));
+            ProtectionDomain pd = ctx.allocateProtectionDomain();
+            return new VerbsDomain(ctx, pd, port, gidIndex, info.activeMtu(), zeroCopy);
+        } catch (RuntimeException e) {
+            ctx.close();
+            throw e;
+        }
+    }
+
+    private static String setting(String property, String env, String fallback) {
+        String v = System.getProperty(property);
+        if (v == null || v.isBlank()) {
+            v = System.getenv(env);
+        }
+        return v == null || v.isBlank() ? fallback : v.trim();
+    }
+
+    /**
+     * The memory region covering {@code segment}, registering it on first use; null when the
+     * segment cannot be registered (the caller then goes through its staging buffers). Called by
+     * the thread that holds the communicator's lock.
+     */
+    MemoryRegion registered(MemorySegment segment) {
+        if (!zeroCopy || segment.byteSize() == 0 || !segment.isNative()) {
+            return null;
+        }
+        try {
+            return cache.get(segment);
+        } catch (VerbsException e) {
+            // Typically ENOMEM from the locked-memory limit: correct, only slower, through staging.
+            if (!warnedRegistration) {
+                warnedRegistration = true;
+                LOG.log(System.Logger.Level.WARNING, "verbs: registering a " + segment.byteSize()
+                        + "-byte buffer failed, using staging copies instead (" + e.getMessage() + ")");
+            }
+            return null;
+        }
+    }
+
+    /** Registers the whole buffers of a call up front, so that the slices the links see are covered. */
+    public void register(MemorySegment[] buffers, int count) {
+        for (int i = 0; i < count; i++) {
+            if (buffers[i] != null) {
+                registered(buffers[i]);
+            }
+        }
+    }
+
+    void retain() {
+        refs.incrementAndGet();
+    }
+
+    /** Drops one reference; the last closes the cache, the protection domain and the device. */
+    public void release() {
+        if (refs.decrementAndGet() == 0) {
+            try {
+                cache.close();
+            } finally {
+                try {
+                    pd.close();
+                } finally {
+                    context.close();
+                }
+            }
+        }
+    }
+}

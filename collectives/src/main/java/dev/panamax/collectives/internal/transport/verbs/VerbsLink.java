@@ -1,0 +1,537 @@
+package dev.panamax.collectives.internal.transport.verbs;
+
+import dev.panamax.collectives.CollectiveException;
+import dev.panamax.collectives.CollectiveTimeoutException;
+import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.collectives.internal.transport.Link;
+import dev.panamax.collectives.internal.transport.Request;
+import dev.panamax.collectives.internal.transport.tcp.TcpLink;
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+import dev.panamax.memory.Reductions;
+import dev.panamax.verbs.Access;
+import dev.panamax.verbs.CompletionQueue;
+import dev.panamax.verbs.MemoryRegion;
+import dev.panamax.verbs.Opcode;
+import dev.panamax.verbs.QpCapabilities;
+import dev.panamax.verbs.QpEndpoint;
+import dev.panamax.verbs.QueuePair;
+import dev.panamax.verbs.ReceiveRequest;
+import dev.panamax.verbs.SendRequest;
+import dev.panamax.verbs.WorkCompletions;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayDeque;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * The RDMA transport: one reliable-connected queue pair per peer, receiver-driven and zero-copy.
+ *
+ * <p>Protocol. For every posted receive the receiver <em>advertises</em> where the bytes should go
+ * (address, rkey, length; a 32-byte SEND). The sender matches the n-th advertisement with its n-th
+ * send in FIFO order and RDMA-writes the bytes there, the last write of each advertisement with
+ * immediate data (the advertisement's sequence number), which completes the receive on the other
+ * side. Where the bytes go:
+ * <ul>
+ *   <li>a plain receive into a buffer the registration cache could register: straight into the
+ *       user's (or scratch) segment, in pieces of at most {@value #MAX_PIECE_BYTES} bytes;</li>
+ *   <li>a reducing receive ({@code dst = with op incoming}), or a buffer that could not be
+ *       registered: into one of this link's pre-registered staging chunks, from which the CPU
+ *       reduces (or copies) into the destination while the next chunk is in flight.</li>
+ * </ul>
+ * The sender writes from its segment directly when it is registered, else it copies through its
+ * own staging chunks. Flow control needs no credits of its own: at most {@value #ADVERTS} of this
+ * side's advertisements are unanswered at any time, so the receive queue ({@code 2 x ADVERTS}
+ * work requests, reposted as they complete) always has room for the peer's advertisements and
+ * writes.
+ *
+ * <p>The authenticated TCP connection that set the queue pair up stays open beside it, idle: its
+ * end of stream tells that the peer died or closed (RDMA alone only tells once a write times
+ * out), and on an abort it carries the blame (which rank failed first) like the TCP transport.
+ * Every work request and scatter/gather entry is preallocated and patched in place; a message
+ * allocates only its {@link Request}.
+ */
+public final class VerbsLink extends Link {
+    /** Unanswered advertisements per direction. */
+    static final int ADVERTS = 32;
+    private static final int RECV_WQES = 2 * ADVERTS;
+    private static final int SEND_WQES = 128;
+    private static final int CTRL_BYTES = 32;
+    private static final int CHUNKS = 4;
+    static final int CHUNK_BYTES = 256 * 1024;
+    static final long MAX_PIECE_BYTES = 1L << 30;
+    private static final long RECV_TAG = 1L << 62;
+    private static final int POLL_BATCH = 16;
+
+    private final int self;
+    private final VerbsDomain domain;
+    private final SocketChannel channel;
+    private final Arena arena = Arena.ofShared();
+    private final CompletionQueue cq;
+    private final QueuePair qp;
+    /** Receive slots (RECV_WQES x 32 bytes), then advertisement send slots (ADVERTS x 32 bytes). */
+    private final MemoryRegion ctrl;
+    /** Receive staging chunks, then send staging chunks. */
+    private final MemoryRegion staging;
+    private final SendRequest wr;
+    private final ReceiveRequest rwr;
+    private final WorkCompletions wc;
+    private final ByteBuffer liveness = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+
+    // Receive side.
+    private final ArrayDeque<RecvReq> toAdvertise = new ArrayDeque<>();
+    private final ArrayDeque<RecvReq> awaiting = new ArrayDeque<>();
+    private final RecvReq[] outReq = new RecvReq[ADVERTS];
+    private final long[] outOffset = new long[ADVERTS];
+    private final long[] outBytes = new long[ADVERTS];
+    private final int[] outChunk = new int[ADVERTS];
+    private int outHead;
+    private int outCount;
+    private int advertSeq;
+    private final boolean[] recvChunkBusy = new boolean[CHUNKS];
+
+    // Send side.
+    private final ArrayDeque<SendReq> posting = new ArrayDeque<>();
+    private final long[] inAddress = new long[ADVERTS];
+    private final int[] inRkey = new int[ADVERTS];
+    private final long[] inBytes = new long[ADVERTS];
+    private final long[] inTotal = new long[ADVERTS];
+    private final int[] inSeq = new int[ADVERTS];
+    private int inHead;
+    private int inCount;
+    /** Bytes of the head advertisement already written. */
+    private long inWritten;
+    private final boolean[] sendChunkBusy = new boolean[CHUNKS];
+
+    /** Posted send work requests in order (their completions come in the same order). */
+    private final SendReq[] wqeSend = new SendReq[SEND_WQES];
+    private final long[] wqeBytes = new long[SEND_WQES];
+    private final int[] wqeChunk = new int[SEND_WQES];
+    private int wqeHead;
+    private int wqeCount;
+
+    private VerbsLink(int self, int peer, SocketChannel channel, VerbsDomain domain) {
+        super(peer);
+        this.self = self;
+        this.channel = channel;
+        this.domain = domain;
+        CompletionQueue c = null;
+        QueuePair q = null;
+        MemoryRegion ctrlMr = null;
+        try {
+            c = domain.context.createCompletionQueue(SEND_WQES + RECV_WQES);
+            q = domain.pd.createReliableQueuePair(c, c, new QpCapabilities(SEND_WQES, RECV_WQES, 1, 1, 0));
+            ctrlMr = domain.pd.register(arena.allocate((long) (RECV_WQES + ADVERTS) * CTRL_BYTES, 64), Access.LOCAL_WRITE);
+            this.staging = domain.pd.register(arena.allocate(2L * CHUNKS * CHUNK_BYTES, 4096),
+                    Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+        } catch (RuntimeException e) {
+            if (ctrlMr != null) {
+                ctrlMr.close();
+            }
+            if (q != null) {
+                q.close();
+            }
+            if (c != null) {
+                c.close();
+            }
+            arena.close();
+            throw e;
+        }
+        this.cq = c;
+        this.qp = q;
+        this.ctrl = ctrlMr;
+        this.wr = SendRequest.allocate(arena);
+        this.rwr = ReceiveRequest.allocate(arena);
+        this.wc = WorkCompletions.allocate(arena, POLL_BATCH);
+        domain.retain();
+    }
+
+    /**
+     * Sets up the queue pair to {@code peer} over {@code channel} (authenticated and blocking):
+     * both sides send their endpoint (QPN, PSN, LID, GID) and read the other's, then move the
+     * queue pair to RTS. The channel stays open, non-blocking, for liveness.
+     */
+    public static VerbsLink connect(int self, int peer, SocketChannel channel, VerbsDomain domain, long timeoutNanos) throws IOException {
+        VerbsLink link = new VerbsLink(self, peer, channel, domain);
+        try {
+            int psn = ThreadLocalRandom.current().nextInt(1 << 24);
+            QpEndpoint local = link.qp.localEndpoint(domain.port, domain.gidIndex, psn);
+            channel.configureBlocking(true);
+            channel.socket().setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, timeoutNanos / 1_000_000)));
+            DataOutputStream out = new DataOutputStream(channel.socket().getOutputStream());
+            DataInputStream in = new DataInputStream(channel.socket().getInputStream());
+            byte[] mine = local.toBytes();
+            out.writeInt(mine.length);
+            out.write(mine);
+            out.flush();
+            QpEndpoint remote;
+            try {
+                int n = in.readInt();
+                if (n <= 0 || n > 4096) {
+                    throw new CollectiveException("rank " + self + ": rank " + peer + " sent a malformed queue-pair endpoint (" + n + " bytes)");
+                }
+                byte[] theirs = new byte[n];
+                in.readFully(theirs);
+                remote = QpEndpoint.fromBytes(theirs);
+            } catch (SocketTimeoutException e) {
+                throw new CollectiveTimeoutException("rank " + self + ": rank " + peer + " did not send its queue-pair endpoint in time");
+            }
+            link.qp.connect(local, remote, domain.port, domain.gidIndex, domain.mtu);
+            for (int slot = 0; slot < RECV_WQES; slot++) {
+                link.postReceive(slot);
+            }
+            channel.socket().setSoTimeout(0);
+            channel.configureBlocking(false);
+            return link;
+        } catch (IOException | RuntimeException e) {
+            link.close();
+            throw e;
+        }
+    }
+
+    @Override
+    public String kind() {
+        return "verbs";
+    }
+
+    @Override
+    public Request send(MemorySegment src) {
+        SendReq r = new SendReq(this, src);
+        if (src.byteSize() == 0) {
+            r.markDone(); // nothing crosses the wire; both sides agree on the empty message
+        } else {
+            posting.add(r);
+        }
+        return r;
+    }
+
+    @Override
+    public Request recv(MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
+        RecvReq r = new RecvReq(this, dst, with, type, op);
+        if (dst.byteSize() == 0) {
+            r.markDone();
+        } else {
+            toAdvertise.add(r);
+            awaiting.add(r);
+        }
+        return r;
+    }
+
+    @Override
+    protected void doProgress() {
+        pollCompletions();
+        advertise();
+        write();
+    }
+
+    private void pollCompletions() {
+        int n;
+        while ((n = cq.poll(wc)) > 0) {
+            for (int i = 0; i < n; i++) {
+                if (!wc.isSuccess(i)) {
+                    throw completionFailure(i);
+                }
+                long id = wc.wrId(i);
+                if ((id & RECV_TAG) != 0) {
+                    int slot = (int) (id & ~RECV_TAG);
+                    if (wc.hasImmediate(i)) {
+                        arrived(wc.immediate(i));
+                    } else {
+                        advertisementReceived(slot);
+                    }
+                    postReceive(slot);
+                } else {
+                    sendCompleted();
+                }
+            }
+            if (n < POLL_BATCH) {
+                return;
+            }
+        }
+    }
+
+    private RuntimeException completionFailure(int i) {
+        String what = "rank " + self + ": RDMA with rank " + peer + " failed: " + wc.statusString(i) + " (status " + wc.status(i) + ")";
+        int status = wc.status(i);
+        // Flushed, retries exhausted, receiver not ready for ever: the peer's queue pair is gone.
+        if (status == 5 || status == 12 || status == 13) {
+            return new PeerFailedException(peer, what + "; the peer died or closed its communicator", null);
+        }
+        return new CollectiveException(what);
+    }
+
+    /** The peer wrote the bytes of our oldest unanswered advertisement. */
+    private void arrived(int imm) {
+        if (outCount == 0 || imm != advertSeqAt(outHead)) {
+            throw new CollectiveException("rank " + self + ": protocol error on the RDMA link to rank " + peer
+                    + ": write for advertisement " + imm + " while expecting " + (outCount == 0 ? "none" : advertSeqAt(outHead)));
+        }
+        RecvReq r = outReq[outHead];
+        long offset = outOffset[outHead];
+        long bytes = outBytes[outHead];
+        int chunk = outChunk[outHead];
+        outReq[outHead] = null;
+        outHead = (outHead + 1) % ADVERTS;
+        outCount--;
+        if (chunk >= 0) {
+            MemorySegment from = staging.segment().asSlice((long) chunk * CHUNK_BYTES, bytes);
+            if (r.op == null) {
+                MemorySegment.copy(from, 0, r.dst, offset, bytes);
+            } else {
+                Reductions.reduce(r.type, r.op, r.dst, offset, r.with, offset, from, 0, bytes / r.type.byteSize());
+            }
+            recvChunkBusy[chunk] = false;
+        }
+        r.offset += bytes;
+        if (r.offset == r.dst.byteSize()) {
+            r.markDone();
+            awaiting.poll();
+        }
+    }
+
+    /** The sequence number of the advertisement in ring slot {@code slot} (they are consecutive from the head). */
+    private int advertSeqAt(int slot) {
+        return advertSeq - outCount + ((slot - outHead + ADVERTS) % ADVERTS);
+    }
+
+    private void advertisementReceived(int slot) {
+        if (inCount == ADVERTS) {
+            throw new CollectiveException("rank " + self + ": protocol error: rank " + peer + " advertised more than " + ADVERTS + " receives");
+        }
+        MemorySegment m = ctrl.segment().asSlice((long) slot * CTRL_BYTES, CTRL_BYTES);
+        int tail = (inHead + inCount) % ADVERTS;
+        inAddress[tail] = m.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+        inBytes[tail] = m.get(ValueLayout.JAVA_LONG_UNALIGNED, 8);
+        inTotal[tail] = m.get(ValueLayout.JAVA_LONG_UNALIGNED, 16);
+        inRkey[tail] = m.get(ValueLayout.JAVA_INT_UNALIGNED, 24);
+        inSeq[tail] = m.get(ValueLayout.JAVA_INT_UNALIGNED, 28);
+        inCount++;
+    }
+
+    private void sendCompleted() {
+        if (wqeCount == 0) {
+            throw new CollectiveException("rank " + self + ": protocol error: a send completion with nothing posted to rank " + peer);
+        }
+        SendReq s = wqeSend[wqeHead];
+        if (s != null) {
+            s.completed += wqeBytes[wqeHead];
+            if (s.completed == s.src.byteSize()) {
+                s.markDone();
+            }
+        }
+        if (wqeChunk[wqeHead] >= 0) {
+            sendChunkBusy[wqeChunk[wqeHead]] = false;
+        }
+        wqeSend[wqeHead] = null;
+        wqeHead = (wqeHead + 1) % SEND_WQES;
+        wqeCount--;
+    }
+
+    /** Advertises the posted receives, in order, as far as advertisements and staging chunks allow. */
+    private void advertise() {
+        RecvReq r;
+        while ((r = toAdvertise.peek()) != null && outCount < ADVERTS && wqeCount < SEND_WQES) {
+            long total = r.dst.byteSize();
+            if (r.advertised == 0 && r.op == null) {
+                r.region = domain.registered(r.dst);
+            }
+            long address;
+            int rkey;
+            long bytes;
+            int chunk = -1;
+            if (r.region != null) {
+                bytes = Math.min(MAX_PIECE_BYTES, total - r.advertised);
+                address = r.dst.address() + r.advertised;
+                rkey = r.region.rkey();
+            } else {
+                chunk = freeChunk(recvChunkBusy);
+                if (chunk < 0) {
+                    return;
+                }
+                recvChunkBusy[chunk] = true;
+                bytes = Math.min(CHUNK_BYTES, total - r.advertised);
+                address = staging.address() + (long) chunk * CHUNK_BYTES;
+                rkey = staging.rkey();
+            }
+            int slot = (outHead + outCount) % ADVERTS;
+            outReq[slot] = r;
+            outOffset[slot] = r.advertised;
+            outBytes[slot] = bytes;
+            outChunk[slot] = chunk;
+            outCount++;
+            int seq = advertSeq++;
+            long at = (long) (RECV_WQES + seq % ADVERTS) * CTRL_BYTES;
+            MemorySegment m = ctrl.segment().asSlice(at, CTRL_BYTES);
+            m.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, address);
+            m.set(ValueLayout.JAVA_LONG_UNALIGNED, 8, bytes);
+            m.set(ValueLayout.JAVA_LONG_UNALIGNED, 16, total);
+            m.set(ValueLayout.JAVA_INT_UNALIGNED, 24, rkey);
+            m.set(ValueLayout.JAVA_INT_UNALIGNED, 28, seq);
+            post(wr.wrId(0).opcode(Opcode.SEND).local(ctrl, at, CTRL_BYTES).signaled(true), null, 0, -1);
+            r.advertised += bytes;
+            if (r.advertised == total) {
+                toAdvertise.poll();
+            }
+        }
+    }
+
+    /** Writes the posted sends into the peer's advertised buffers, in order. */
+    private void write() {
+        SendReq s;
+        while ((s = posting.peek()) != null && inCount > 0 && wqeCount < SEND_WQES) {
+            long size = s.src.byteSize();
+            if (s.offset == 0 && inWritten == 0) {
+                if (inTotal[inHead] != size) {
+                    throw new CollectiveException("rank " + self + " sends " + size + " bytes but rank " + peer + " expects "
+                            + inTotal[inHead] + " (mismatched counts or types across ranks)");
+                }
+                s.region = domain.registered(s.src);
+            }
+            long left = inBytes[inHead] - inWritten;
+            long bytes;
+            int chunk = -1;
+            if (s.region != null) {
+                bytes = left;
+                wr.local(s.region, s.src.address() - s.region.address() + s.offset, bytes);
+            } else {
+                chunk = freeChunk(sendChunkBusy);
+                if (chunk < 0) {
+                    return;
+                }
+                sendChunkBusy[chunk] = true;
+                bytes = Math.min(left, CHUNK_BYTES);
+                long at = (long) (CHUNKS + chunk) * CHUNK_BYTES;
+                MemorySegment.copy(s.src, s.offset, staging.segment(), at, bytes);
+                wr.local(staging, at, bytes);
+            }
+            boolean last = inWritten + bytes == inBytes[inHead];
+            wr.wrId(0).remote(inAddress[inHead] + inWritten, inRkey[inHead]).signaled(true);
+            if (last) {
+                wr.opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(inSeq[inHead]);
+            } else {
+                wr.opcode(Opcode.RDMA_WRITE);
+            }
+            post(wr, s, bytes, chunk);
+            s.offset += bytes;
+            inWritten += bytes;
+            if (last) {
+                inHead = (inHead + 1) % ADVERTS;
+                inCount--;
+                inWritten = 0;
+            }
+            if (s.offset == size) {
+                posting.poll();
+            }
+        }
+    }
+
+    private void post(SendRequest request, SendReq owner, long bytes, int chunk) {
+        int slot = (wqeHead + wqeCount) % SEND_WQES;
+        wqeSend[slot] = owner;
+        wqeBytes[slot] = bytes;
+        wqeChunk[slot] = chunk;
+        wqeCount++;
+        qp.postSend(request);
+    }
+
+    private void postReceive(int slot) {
+        qp.postReceive(rwr.wrId(RECV_TAG | slot).local(ctrl, (long) slot * CTRL_BYTES, CTRL_BYTES));
+    }
+
+    private static int freeChunk(boolean[] busy) {
+        for (int i = 0; i < busy.length; i++) {
+            if (!busy[i]) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** The idle TCP connection: end of stream means the peer is gone; a negative header carries a blame. */
+    @Override
+    protected void doCheckPeer() {
+        int got;
+        try {
+            got = channel.read(liveness);
+        } catch (IOException e) {
+            throw new PeerFailedException(peer, "rank " + self + ": the connection to rank " + peer + " failed (peer died?): " + e.getMessage(), e);
+        }
+        if (!liveness.hasRemaining()) {
+            long h = liveness.getLong(0);
+            liveness.clear();
+            int failed = TcpLink.blamedRank(h);
+            if (failed >= 0) {
+                throw peerGaveUp(self, failed, null);
+            }
+        }
+        if (got < 0) {
+            throw new PeerFailedException(peer, "rank " + self + ": rank " + peer + " closed its connection (died or closed its communicator)", null);
+        }
+    }
+
+    @Override
+    protected void signalClose() {
+        int failed = blame();
+        if (failed >= 0) {
+            try {
+                ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, TcpLink.blameHeader(failed));
+                channel.write(b);
+            } catch (IOException | RuntimeException ignored) {
+                // the connection is gone already
+            }
+        }
+        try {
+            channel.close();
+        } catch (IOException ignored) {
+            // closing
+        }
+    }
+
+    @Override
+    protected void release() {
+        try {
+            qp.close();
+            cq.close();
+            ctrl.close();
+            staging.close();
+        } finally {
+            arena.close();
+            domain.release();
+        }
+    }
+
+    private static final class SendReq extends Request.Send {
+        long completed;
+        MemoryRegion region;
+
+        SendReq(VerbsLink link, MemorySegment src) {
+            super(link, src);
+        }
+
+        void markDone() {
+            complete();
+        }
+    }
+
+    private static final class RecvReq extends Request.Receive {
+        long advertised;
+        MemoryRegion region;
+
+        RecvReq(VerbsLink link, MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
+            super(link, dst, with, type, op);
+        }
+
+        void markDone() {
+            complete();
+        }
+    }
+}
