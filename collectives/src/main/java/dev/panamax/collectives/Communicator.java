@@ -1,6 +1,5 @@
 package dev.panamax.collectives;
 
-import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -145,12 +144,6 @@ public interface Communicator extends AutoCloseable {
 
     /** The algorithm selected for {@code collective} ({@code auto} unless set). */
     String algorithm(Collective collective);
-
-    /**
-     * The schedule this rank would run for such a call (the planner's choice for {@code auto}),
-     * to print or inspect; runs nothing. {@code root} matters for broadcast and reduce only.
-     */
-    Schedule schedule(Collective collective, long count, DataType type, int root);
 
     /** Asynchronous {@link #allReduce(MemorySegment, MemorySegment, long, DataType, ReduceOp)}. */
     CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);

@@ -1,7 +1,11 @@
 package dev.panamax.collectives;
 
+import dev.panamax.collectives.internal.bootstrap.ProcessBootstrap;
+import dev.panamax.collectives.internal.config.Settings;
+
 import java.time.Duration;
-import java.util.Locale;
+import java.util.EnumMap;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -13,55 +17,33 @@ public final class CommunicatorBuilder {
     /** Default timeout of every wait: 5 minutes. */
     public static final long DEFAULT_TIMEOUT_NANOS = Duration.ofMinutes(5).toNanos();
 
-    /** Transport selection. */
-    public enum TransportKind {
-        /** Shared memory to same-host peers, TCP to the others. */
-        AUTO,
-        /** Shared memory to every peer (all must share this host). */
-        SHM,
-        /** TCP to every peer. */
-        TCP,
-        /** RDMA (libibverbs reliable connections) to every peer; set up over TCP. */
-        VERBS;
-
-        public static TransportKind parse(String s) {
-            try {
-                return valueOf(s.toUpperCase(Locale.ROOT));
-            } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("unknown transport '" + s + "'; known: auto, shm, tcp, verbs");
-            }
-        }
-    }
-
     private LaunchConfig config;
     private TransportKind transport = TransportKind.AUTO;
     private long timeoutNanos = DEFAULT_TIMEOUT_NANOS;
     private String bindAddress;
     private String secret;
     private Topology topology;
-    private boolean validate = flag("panamax.validate", "PANAMAX_VALIDATE");
-    private boolean deterministic = flag("panamax.deterministic", "PANAMAX_DETERMINISTIC");
-    private final java.util.Map<Collective, String> algorithms = new java.util.EnumMap<>(Collective.class);
+    private boolean validate = Settings.VALIDATE.isOn();
+    private boolean deterministic = Settings.DETERMINISTIC.isOn();
+    private final Map<Collective, String> algorithms = new EnumMap<>(Collective.class);
 
+    /** Starts from the knobs of the environment and system properties (docs/reference/configuration.md). */
     CommunicatorBuilder() {
-        String t = System.getProperty("panamax.transport", System.getenv("PANAMAX_TRANSPORT"));
-        if (t != null && !t.isBlank()) {
-            transport = TransportKind.parse(t.trim());
+        String t = Settings.TRANSPORT.value();
+        if (t != null) {
+            transport = TransportKind.parse(t);
         }
-        String timeout = System.getProperty("panamax.timeout.seconds", System.getenv("PANAMAX_TIMEOUT_SECONDS"));
-        if (timeout != null && !timeout.isBlank()) {
-            timeoutNanos = (long) (Double.parseDouble(timeout.trim()) * 1e9);
+        String timeout = Settings.TIMEOUT_SECONDS.value();
+        if (timeout != null) {
+            timeoutNanos = (long) (Double.parseDouble(timeout) * 1e9);
         }
-        String top = System.getProperty("panamax.topology", System.getenv("PANAMAX_TOPOLOGY"));
-        if (top != null && !top.isBlank()) {
+        String top = Settings.TOPOLOGY.value();
+        if (top != null) {
             topology = Topology.parse(top);
         }
-        String sec = System.getProperty("panamax.secret", System.getenv("PANAMAX_SECRET"));
-        if (sec != null && !sec.isEmpty()) {
-            secret = sec;
-        }
-        String alg = System.getProperty("panamax.algorithm", System.getenv("PANAMAX_ALGORITHM"));
-        if (alg != null && !alg.isBlank()) {
+        secret = Settings.SECRET.raw();
+        String alg = Settings.ALGORITHM.value();
+        if (alg != null) {
             algorithms.putAll(parseAlgorithms(alg));
         }
     }
@@ -70,8 +52,8 @@ public final class CommunicatorBuilder {
      * Parses {@code PANAMAX_ALGORITHM}: {@code name} (for all-reduce) or
      * {@code collective=name,collective=name}, e.g. {@code allreduce=blueconnect,broadcast=ring}.
      */
-    static java.util.Map<Collective, String> parseAlgorithms(String spec) {
-        java.util.Map<Collective, String> out = new java.util.EnumMap<>(Collective.class);
+    static Map<Collective, String> parseAlgorithms(String spec) {
+        Map<Collective, String> out = new EnumMap<>(Collective.class);
         for (String part : spec.split(",")) {
             String p = part.trim();
             if (p.isEmpty()) {
@@ -154,17 +136,12 @@ public final class CommunicatorBuilder {
         return this;
     }
 
-    private static boolean flag(String property, String env) {
-        String v = System.getProperty(property, System.getenv(env));
-        return v != null && (v.trim().equals("1") || v.trim().equalsIgnoreCase("true") || v.trim().equalsIgnoreCase("yes"));
-    }
-
     /** Runs the rendezvous and connects every peer; blocks until all ranks have joined or the timeout passes. */
     public Communicator connect() {
         if (config == null) {
             config = LaunchConfig.fromEnvironment();
         }
-        Communicator c = dev.panamax.collectives.internal.bootstrap.ProcessBootstrap.connect(config, transport, timeoutNanos, bindAddress, secret);
+        Communicator c = ProcessBootstrap.connect(config, transport, timeoutNanos, bindAddress, secret);
         try {
             if (topology != null) {
                 c.setTopology(topology);

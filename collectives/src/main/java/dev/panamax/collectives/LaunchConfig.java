@@ -1,5 +1,9 @@
 package dev.panamax.collectives;
 
+import dev.panamax.collectives.internal.config.Settings;
+
+import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
@@ -27,7 +31,7 @@ import java.util.function.Function;
  */
 public record LaunchConfig(int rank, int worldSize, int localRank, String masterAddr, int masterPort) {
     /** The rendezvous port when none is configured. */
-    public static final int DEFAULT_MASTER_PORT = 29500;
+    public static final int DEFAULT_MASTER_PORT = Integer.parseInt(Settings.MASTER_PORT.defaultValue());
 
     public LaunchConfig {
         if (worldSize < 1) {
@@ -45,7 +49,7 @@ public record LaunchConfig(int rank, int worldSize, int localRank, String master
     public static LaunchConfig fromEnvironment() {
         return from(System.getenv(), name -> {
             String v = System.getProperty(name);
-            return v != null ? v : System.getProperty(name.toLowerCase(java.util.Locale.ROOT).replace('_', '.'));
+            return v != null ? v : System.getProperty(name.toLowerCase(Locale.ROOT).replace('_', '.'));
         });
     }
 
@@ -58,9 +62,9 @@ public record LaunchConfig(int rank, int worldSize, int localRank, String master
             }
             return Optional.ofNullable(v).map(String::trim).filter(s -> !s.isEmpty());
         };
-        String rankVar = first(get, "PANAMAX_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID");
-        String sizeVar = first(get, "PANAMAX_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS");
-        String localVar = first(get, "PANAMAX_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID");
+        String rankVar = first(get, Settings.RANK.envNames());
+        String sizeVar = first(get, Settings.WORLD_SIZE.envNames());
+        String localVar = first(get, Settings.LOCAL_RANK.envNames());
         if (rankVar == null || sizeVar == null) {
             throw new IllegalStateException("no rank or world size in the environment: set PANAMAX_RANK and PANAMAX_WORLD_SIZE "
                     + "(or torchrun's RANK/WORLD_SIZE, Open MPI's OMPI_COMM_WORLD_RANK/SIZE, Slurm's SLURM_PROCID/SLURM_NTASKS)");
@@ -68,13 +72,14 @@ public record LaunchConfig(int rank, int worldSize, int localRank, String master
         int rank = parse(rankVar, get);
         int size = parse(sizeVar, get);
         int local = localVar == null ? rank : parse(localVar, get);
-        String addr = get.apply("PANAMAX_MASTER_ADDR").or(() -> get.apply("MASTER_ADDR")).orElse("127.0.0.1");
-        String portVar = first(get, "PANAMAX_MASTER_PORT", "MASTER_PORT");
+        String addrVar = first(get, Settings.MASTER_ADDR.envNames());
+        String addr = addrVar == null ? Settings.MASTER_ADDR.defaultValue() : get.apply(addrVar).orElseThrow();
+        String portVar = first(get, Settings.MASTER_PORT.envNames());
         int port = portVar == null ? DEFAULT_MASTER_PORT : parse(portVar, get);
         return new LaunchConfig(rank, size, local, addr, port);
     }
 
-    private static String first(Function<String, Optional<String>> get, String... names) {
+    private static String first(Function<String, Optional<String>> get, List<String> names) {
         for (String n : names) {
             if (get.apply(n).isPresent()) {
                 return n;

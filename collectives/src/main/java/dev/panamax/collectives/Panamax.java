@@ -1,5 +1,7 @@
 package dev.panamax.collectives;
 
+import dev.panamax.collectives.internal.bootstrap.InJvmBootstrap;
+
 import java.util.List;
 
 /**
@@ -30,6 +32,6 @@ public final class Panamax {
 
     /** Like {@link #local(int)} with the given timeout for every wait. */
     public static List<Communicator> local(int size, long timeoutNanos) {
-        return dev.panamax.collectives.internal.transport.local.LocalFabric.create(size, timeoutNanos);
+        return InJvmBootstrap.create(size, timeoutNanos);
     }
 }

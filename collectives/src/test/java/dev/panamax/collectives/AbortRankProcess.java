@@ -18,7 +18,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class AbortRankProcess {
     public static void main(String[] args) throws Exception {
-        CommunicatorBuilder.TransportKind kind = CommunicatorBuilder.TransportKind.parse(args[0]);
+        TransportKind kind = TransportKind.parse(args[0]);
         double timeoutSeconds = Double.parseDouble(args[1]);
         try (Communicator c = Panamax.builder().config(LaunchConfig.fromEnvironment()).transport(kind)
                 .timeout(Duration.ofMillis((long) (timeoutSeconds * 1000))).connect()) {

@@ -1,6 +1,7 @@
 package dev.panamax.collectives;
 
 import dev.panamax.collectives.algorithms.Algorithms;
+import dev.panamax.collectives.plan.Planner;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
@@ -109,7 +110,7 @@ class AlgorithmContractTest {
                 c.setTopology(topology);
                 for (Collective col : collectives) {
                     c.setAlgorithm(col, algorithm);
-                    assertTrue(c.schedule(col, 7, DataType.FLOAT32, 0).algorithm().startsWith(algorithm));
+                    assertTrue(Planner.scheduleFor(c, col, 7, DataType.FLOAT32, 0).algorithm().startsWith(algorithm));
                 }
                 try (Arena arena = Arena.ofConfined()) {
                     for (long count : counts) {
@@ -182,7 +183,7 @@ class AlgorithmContractTest {
         try {
             Communicator c = comms.get(0);
             c.setAlgorithm(Collective.ALL_REDUCE, "blueconnect");
-            String alg = c.schedule(Collective.ALL_REDUCE, 100, DataType.FLOAT32, 0).algorithm();
+            String alg = Planner.scheduleFor(c, Collective.ALL_REDUCE, 100, DataType.FLOAT32, 0).algorithm();
             assertTrue(alg.contains("no hierarchy") && alg.contains("ring"), alg);
         } finally {
             Ranks.closeAll(comms);

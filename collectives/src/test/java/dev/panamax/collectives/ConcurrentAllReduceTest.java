@@ -1,6 +1,7 @@
 package dev.panamax.collectives;
 
 import dev.panamax.collectives.algorithms.Algorithms;
+import dev.panamax.collectives.plan.Planner;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import org.junit.jupiter.api.Test;
@@ -80,7 +81,7 @@ class ConcurrentAllReduceTest {
                 Ranks.run(comms, c -> {
                     try (Arena arena = Arena.ofShared()) {
                         for (String name : Algorithms.namesFor(Collective.ALL_REDUCE)) {
-                            if (Algorithms.get(name).unsupported(c.schedule(Collective.ALL_REDUCE, 1, DataType.FLOAT32, 0)
+                            if (Algorithms.get(name).unsupported(Planner.scheduleFor(c, Collective.ALL_REDUCE, 1, DataType.FLOAT32, 0)
                                     .problem()) != null) {
                                 continue;
                             }

@@ -25,7 +25,7 @@ public final class GpuRankProcess {
     public static void main(String[] args) {
         int device = Integer.parseInt(System.getenv().getOrDefault("PANAMAX_CUDA_DEVICE", "0"));
         try (Communicator host = Panamax.builder().config(LaunchConfig.fromEnvironment())
-                .transport(CommunicatorBuilder.TransportKind.SHM).timeout(Duration.ofSeconds(60)).connect();
+                .transport(TransportKind.SHM).timeout(Duration.ofSeconds(60)).connect();
              CudaContext ctx = Cuda.device(device).retainPrimaryContext();
              GpuCommunicator gpu = GpuCommunicator.create(host, ctx);
              Arena arena = Arena.ofConfined()) {

@@ -16,7 +16,7 @@ import java.time.Duration;
  */
 public final class RankProcess {
     public static void main(String[] args) {
-        CommunicatorBuilder.TransportKind kind = CommunicatorBuilder.TransportKind.parse(args[0]);
+        TransportKind kind = TransportKind.parse(args[0]);
         int iterations = Integer.parseInt(args[1]);
         long count = Long.parseLong(args[2]);
         double timeoutSeconds = Double.parseDouble(args[3]);

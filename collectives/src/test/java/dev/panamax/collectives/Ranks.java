@@ -32,10 +32,10 @@ final class Ranks {
                 return Panamax.local(n, timeout.toNanos());
             }
             int port = freePort();
-            CommunicatorBuilder.TransportKind kind = switch (this) {
-                case SHM -> CommunicatorBuilder.TransportKind.SHM;
-                case VERBS -> CommunicatorBuilder.TransportKind.VERBS;
-                default -> CommunicatorBuilder.TransportKind.TCP;
+            TransportKind kind = switch (this) {
+                case SHM -> TransportKind.SHM;
+                case VERBS -> TransportKind.VERBS;
+                default -> TransportKind.TCP;
             };
             List<Communicator> out = onEachRank(n, r -> Panamax.builder()
                     .config(new LaunchConfig(r, n, r, "127.0.0.1", port))

@@ -1,6 +1,7 @@
 package dev.panamax.collectives;
 
 import dev.panamax.collectives.algorithms.Algorithms;
+import dev.panamax.collectives.plan.Planner;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import org.junit.jupiter.api.Test;
@@ -126,11 +127,11 @@ class ValidationTest {
         try {
             Communicator c = comms.get(0);
             c.setDeterministic(true);
-            String flat = c.schedule(Collective.ALL_REDUCE, 1 << 20, DataType.FLOAT32, 0).algorithm();
+            String flat = Planner.scheduleFor(c, Collective.ALL_REDUCE, 1 << 20, DataType.FLOAT32, 0).algorithm();
             c.setTopology(Topology.parse("2x2:bw=10G,10M:alpha=1us,1ms"));
-            assertEquals(flat, c.schedule(Collective.ALL_REDUCE, 1 << 20, DataType.FLOAT32, 0).algorithm());
+            assertEquals(flat, Planner.scheduleFor(c, Collective.ALL_REDUCE, 1 << 20, DataType.FLOAT32, 0).algorithm());
             c.setDeterministic(false);
-            assertTrue(c.schedule(Collective.ALL_REDUCE, 1 << 20, DataType.FLOAT32, 0).algorithm().startsWith("blueconnect"),
+            assertTrue(Planner.scheduleFor(c, Collective.ALL_REDUCE, 1 << 20, DataType.FLOAT32, 0).algorithm().startsWith("blueconnect"),
                     "the planner should use the slow outer level when not deterministic");
         } finally {
             Ranks.closeAll(comms);

@@ -1,7 +1,7 @@
 package dev.panamax.jmh;
 
 import dev.panamax.collectives.Communicator;
-import dev.panamax.collectives.CommunicatorBuilder.TransportKind;
+import dev.panamax.collectives.TransportKind;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.jmh.perf.Collective;

@@ -17,6 +17,27 @@ public final class Algorithms {
     /** The name that asks the planner to choose. */
     public static final String AUTO = "auto";
 
+    /** {@value Ring#NAME}: see {@link Ring}. */
+    public static final String RING = Ring.NAME;
+    /** {@value HalvingDoubling#NAME}: see {@link HalvingDoubling}. */
+    public static final String HALVING_DOUBLING = HalvingDoubling.NAME;
+    /** {@value Butterfly#NAME}: see {@link Butterfly}. */
+    public static final String BUTTERFLY = Butterfly.NAME;
+    /** {@value ReduceBroadcast#NAME}: see {@link ReduceBroadcast}. */
+    public static final String REDUCE_BROADCAST = ReduceBroadcast.NAME;
+    /** {@value TwoLevel#NAME}: see {@link TwoLevel}. */
+    public static final String TWO_LEVEL = TwoLevel.NAME;
+    /** {@value MultiDimRing#NAME}: see {@link MultiDimRing}. */
+    public static final String MULTI_DIM_RING = MultiDimRing.NAME;
+    /** {@value BlueConnect#NAME}: see {@link BlueConnect}. */
+    public static final String BLUECONNECT = BlueConnect.NAME;
+    /** {@value DirectAllReduce#NAME}: see {@link DirectAllReduce}. */
+    public static final String DIRECT = DirectAllReduce.NAME;
+    /** {@value PairwiseAllToAll#NAME}: see {@link PairwiseAllToAll}. */
+    public static final String PAIRWISE = PairwiseAllToAll.NAME;
+    /** {@value DisseminationBarrier#NAME}: see {@link DisseminationBarrier}. */
+    public static final String DISSEMINATION = DisseminationBarrier.NAME;
+
     private static final Map<String, Algorithm> REGISTRY = new LinkedHashMap<>();
 
     static {

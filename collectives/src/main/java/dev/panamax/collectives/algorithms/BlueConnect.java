@@ -8,9 +8,12 @@ package dev.panamax.collectives.algorithms;
  * the paper's section 3.4 says.
  */
 public final class BlueConnect extends Hierarchical {
+    /** The name this algorithm is selected by ({@code -a blueconnect}). */
+    public static final String NAME = "blueconnect";
+
     @Override
     public String name() {
-        return "blueconnect";
+        return NAME;
     }
 
     @Override

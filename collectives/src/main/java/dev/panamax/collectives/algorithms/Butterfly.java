@@ -13,8 +13,11 @@ import dev.panamax.collectives.schedule.Slice;
  * rank moves log2(p) whole vectors. Other rank counts fold first as in {@link HalvingDoubling}.
  */
 public final class Butterfly extends SingleCollectiveAlgorithm {
+    /** The name this algorithm is selected by ({@code -a butterfly}). */
+    public static final String NAME = "butterfly";
+
     public Butterfly() {
-        super("butterfly", Collective.ALL_REDUCE);
+        super(NAME, Collective.ALL_REDUCE);
     }
 
     @Override

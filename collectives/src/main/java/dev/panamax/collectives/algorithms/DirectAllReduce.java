@@ -12,8 +12,11 @@ import dev.panamax.collectives.schedule.Slice;
  * latency instead of the ring's 2(n-1), at the price of (n-1) whole vectors per rank.
  */
 public final class DirectAllReduce extends SingleCollectiveAlgorithm {
+    /** The name this algorithm is selected by ({@code -a direct}). */
+    public static final String NAME = "direct";
+
     public DirectAllReduce() {
-        super("direct", Collective.ALL_REDUCE);
+        super(NAME, Collective.ALL_REDUCE);
     }
 
     @Override

@@ -11,8 +11,11 @@ import dev.panamax.collectives.schedule.Slice;
  * from rank r - 2^k; after the last stage every rank has heard, directly or not, from all.
  */
 public final class DisseminationBarrier extends SingleCollectiveAlgorithm {
+    /** The name this algorithm is selected by ({@code -a dissemination}). */
+    public static final String NAME = "dissemination";
+
     public DisseminationBarrier() {
-        super("dissemination", Collective.BARRIER);
+        super(NAME, Collective.BARRIER);
     }
 
     @Override

@@ -13,9 +13,12 @@ import dev.panamax.collectives.schedule.Slice;
  * the end (two extra stages). Reduce-scatter and all-gather (NCCL layout) for power-of-two groups.
  */
 public final class HalvingDoubling implements Algorithm {
+    /** The name this algorithm is selected by ({@code -a rhd}). */
+    public static final String NAME = "rhd";
+
     @Override
     public String name() {
-        return "rhd";
+        return NAME;
     }
 
     @Override

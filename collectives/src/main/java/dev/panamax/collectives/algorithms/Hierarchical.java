@@ -32,7 +32,7 @@ abstract class Hierarchical implements Algorithm {
         RING, RHD;
 
         String label() {
-            return this == RING ? "ring" : "rhd";
+            return this == RING ? Ring.NAME : HalvingDoubling.NAME;
         }
     }
 

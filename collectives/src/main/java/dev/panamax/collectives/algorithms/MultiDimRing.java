@@ -7,9 +7,12 @@ package dev.panamax.collectives.algorithms;
  * the first dimension carries the whole vector, so the slow outer links see 1/(d1...d_{i-1}) of it.
  */
 public final class MultiDimRing extends Hierarchical {
+    /** The name this algorithm is selected by ({@code -a mdring}). */
+    public static final String NAME = "mdring";
+
     @Override
     public String name() {
-        return "mdring";
+        return NAME;
     }
 
     @Override

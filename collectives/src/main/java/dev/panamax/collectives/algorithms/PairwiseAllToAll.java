@@ -12,8 +12,11 @@ import dev.panamax.collectives.schedule.Slice;
  * permutation and no link carries two messages at once.
  */
 public final class PairwiseAllToAll extends SingleCollectiveAlgorithm {
+    /** The name this algorithm is selected by ({@code -a pairwise}). */
+    public static final String NAME = "pairwise";
+
     public PairwiseAllToAll() {
-        super("pairwise", Collective.ALL_TO_ALL);
+        super(NAME, Collective.ALL_TO_ALL);
     }
 
     @Override

@@ -11,9 +11,12 @@ import dev.panamax.collectives.schedule.Slice;
  * the tree reduce and tree broadcast to any root.
  */
 public final class ReduceBroadcast implements Algorithm {
+    /** The name this algorithm is selected by ({@code -a reduce-bcast}). */
+    public static final String NAME = "reduce-bcast";
+
     @Override
     public String name() {
-        return "reduce-bcast";
+        return NAME;
     }
 
     @Override

@@ -13,12 +13,15 @@ import dev.panamax.collectives.schedule.Slice;
  * as a ring reduce-scatter followed by a gather at the root. Counts need not divide by n.
  */
 public final class Ring implements Algorithm {
+    /** The name this algorithm is selected by ({@code -a ring}). */
+    public static final String NAME = "ring";
+
     /** Broadcast pipelines in pieces of this many bytes (rounded down to whole elements). */
     static final long BROADCAST_PIECE_BYTES = 512 * 1024;
 
     @Override
     public String name() {
-        return "ring";
+        return NAME;
     }
 
     @Override

@@ -15,8 +15,11 @@ import dev.panamax.collectives.schedule.Slice;
  * the leader and the broadcast a pipelined chain. Non-leaders idle while the leaders work.
  */
 public final class TwoLevel extends SingleCollectiveAlgorithm {
+    /** The name this algorithm is selected by ({@code -a two-level}). */
+    public static final String NAME = "two-level";
+
     public TwoLevel() {
-        super("two-level", Collective.ALL_REDUCE);
+        super(NAME, Collective.ALL_REDUCE);
     }
 
     @Override

@@ -5,6 +5,7 @@ import dev.panamax.collectives.CommunicatorBuilder;
 import dev.panamax.collectives.GpuBackend;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
+import dev.panamax.collectives.TransportKind;
 import dev.panamax.collectives.gpu.GpuCommunicator;
 import dev.panamax.cuda.Cuda;
 import dev.panamax.cuda.CudaContext;
@@ -134,7 +135,7 @@ public final class GpuAllReduceBench {
     private static void rank(GpuBackend backend, long maxBytes, int iters, int warmup, String[] algorithms) {
         int device = Integer.parseInt(System.getenv().getOrDefault("PANAMAX_CUDA_DEVICE", "0"));
         try (Communicator host = Panamax.builder().config(LaunchConfig.fromEnvironment())
-                .transport(CommunicatorBuilder.TransportKind.SHM).timeout(Duration.ofSeconds(120)).connect();
+                .transport(TransportKind.SHM).timeout(Duration.ofSeconds(120)).connect();
              CudaContext ctx = Cuda.device(device).retainPrimaryContext();
              GpuCommunicator gpu = GpuCommunicator.create(host, ctx, backend);
              DeviceMemory buf = ctx.allocate(maxBytes)) {

@@ -1,9 +1,13 @@
 package dev.panamax.collectives.plan;
 
+import dev.panamax.collectives.Collective;
+import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.algorithms.Algorithm;
 import dev.panamax.collectives.algorithms.Algorithms;
 import dev.panamax.collectives.schedule.Problem;
+import dev.panamax.collectives.schedule.Schedule;
+import dev.panamax.memory.DataType;
 
 import java.math.BigDecimal;
 import java.math.MathContext;
@@ -11,6 +15,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -32,6 +37,58 @@ public final class Planner {
             "reduce-bcast", "pairwise", "dissemination");
 
     private Planner() {
+    }
+
+    /** The algorithm a call runs and the problem to build its schedule for. */
+    public record Selection(Algorithm algorithm, Problem problem) {
+        /** The schedule of {@code problem.rank()}. */
+        public Schedule build() {
+            return algorithm.build(problem);
+        }
+    }
+
+    /**
+     * What runs {@code problem} when {@code algorithm} is selected: that algorithm by name, or for
+     * {@link Algorithms#AUTO} the planner's choice with the topology (factorization) it chose.
+     * {@code deterministic}: the choice may depend on the call and the rank count only, so auto
+     * plans on a flat topology rather than a detected or calibrated one.
+     *
+     * @throws IllegalArgumentException when the algorithm is unknown or cannot run the problem
+     */
+    public static Selection select(Problem problem, String algorithm, boolean deterministic) {
+        Problem p = problem;
+        Algorithm a;
+        if (algorithm.equals(Algorithms.AUTO)) {
+            Candidate c = choose(deterministic ? p.on(Topology.flat(p.size())) : p);
+            a = Algorithms.get(c.algorithm());
+            p = p.on(c.topology());
+        } else {
+            a = Algorithms.get(algorithm);
+        }
+        String why = a.unsupported(p);
+        if (why != null) {
+            throw new IllegalArgumentException(p.collective().label() + " with algorithm '" + a.name() + "' on " + p.size()
+                    + " ranks: " + why);
+        }
+        return new Selection(a, p);
+    }
+
+    /**
+     * The schedule {@code comm} runs for a call with these arguments, under its current algorithm,
+     * topology and determinism (what {@code panamax-perf --print-plan} prints). {@code root} is
+     * ignored except for broadcast and reduce; the barrier's count and type are ignored.
+     */
+    public static Schedule scheduleFor(Communicator comm, Collective collective, long count, DataType type, int root) {
+        Objects.requireNonNull(collective, "collective");
+        Objects.requireNonNull(type, "type");
+        boolean rooted = collective == Collective.BROADCAST || collective == Collective.REDUCE;
+        if (rooted && (root < 0 || root >= comm.size())) {
+            throw new IllegalArgumentException("root " + root + " is not a rank of this communicator (size " + comm.size() + ")");
+        }
+        boolean barrier = collective == Collective.BARRIER;
+        Problem p = new Problem(collective, comm.rank(), comm.size(), barrier ? 0 : count, barrier ? 1 : type.byteSize(),
+                rooted ? root : 0, comm.topology());
+        return select(p, comm.algorithm(collective), comm.deterministic()).build();
     }
 
     /**

@@ -37,6 +37,11 @@ public record Problem(Collective collective, int rank, int size, long count, int
         return new Problem(collective, r, size, count, elementBytes, root, topology);
     }
 
+    /** The same problem on another topology of the same ranks (a factorization the planner chose, a flat one). */
+    public Problem on(Topology t) {
+        return new Problem(collective, rank, size, count, elementBytes, root, t);
+    }
+
     /** The bytes of the vector the collective is about (per rank's send buffer for all-gather). */
     public long byteSize() {
         return count * elementBytes;

@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.GpuBackend;
-import dev.panamax.collectives.CommunicatorBuilder.TransportKind;
+import dev.panamax.collectives.TransportKind;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.collectives.Topology;

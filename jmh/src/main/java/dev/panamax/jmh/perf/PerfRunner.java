@@ -165,7 +165,7 @@ public final class PerfRunner {
 
         @Override
         public String schedule(long count) {
-            return comm.schedule(config.collective().api(), count, config.type(), config.root()).algorithm();
+            return Planner.scheduleFor(comm, config.collective().api(), count, config.type(), config.root()).algorithm();
         }
 
         @Override

@@ -41,7 +41,7 @@ final class PlanPrinter {
                     long count = c.count(requested, ts, ranks);
                     out.printf(Locale.ROOT, "#%n# -a %s, size %d B (count %d)%n", alg, c.sizeBytes(count, ts, ranks), count);
                     try {
-                        out.print(comm.schedule(c.api(), count, config.type(), config.root()));
+                        out.print(Planner.scheduleFor(comm, c.api(), count, config.type(), config.root()));
                     } catch (IllegalArgumentException e) {
                         out.println("# not available: " + e.getMessage());
                         ok = false;

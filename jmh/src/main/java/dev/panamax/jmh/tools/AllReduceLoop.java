@@ -1,10 +1,10 @@
 package dev.panamax.jmh.tools;
 
 import dev.panamax.collectives.Communicator;
-import dev.panamax.collectives.CommunicatorBuilder;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.collectives.TransportKind;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -34,7 +34,7 @@ import javax.management.ObjectName;
 public final class AllReduceLoop {
     public static void main(String[] args) throws Exception {
         String mode = args[0];
-        CommunicatorBuilder.TransportKind kind = CommunicatorBuilder.TransportKind.parse(args[1]);
+        TransportKind kind = TransportKind.parse(args[1]);
         try (Communicator c = Panamax.builder().config(LaunchConfig.fromEnvironment()).transport(kind).connect()) {
             System.out.println("READY rank " + c.rank() + " pid " + ProcessHandle.current().pid() + " of " + c.size() + " over " + (c.size() > 1 ? c.transportTo((c.rank() + 1) % c.size()) : "self"));
             System.out.flush();

@@ -1,8 +1,13 @@
 package dev.panamax.collectives.internal.observe;
 
 import dev.panamax.collectives.Communicator;
-import dev.panamax.collectives.internal.runtime.ProgressLoop;
+import dev.panamax.collectives.internal.config.Settings;
 
+import java.lang.management.ManagementFactory;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import javax.management.Attribute;
 import javax.management.AttributeList;
 import javax.management.AttributeNotFoundException;
@@ -12,9 +17,6 @@ import javax.management.MBeanAttributeInfo;
 import javax.management.MBeanInfo;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
-import java.lang.management.ManagementFactory;
-import java.util.TreeSet;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The JMX view of one communicator, {@code dev.panamax:type=Communicator,rank=R,id=N} (N unique in
@@ -22,8 +24,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * unregistered when it is closed. Read-only attributes: {@code Rank}, {@code Size}, {@code Id},
  * {@code Transports}, {@code TimeoutSeconds}, {@code Closed} and {@code InFlight} (the collective
  * in progress, its algorithm and stage, and the requests it has been waiting on and for how long;
- * empty when idle). {@code InFlight} is read racily from the running thread's plain fields (see
- * {@link ProgressLoop}): no cost on the collective, at worst a snapshot that straddles two stages.
+ * empty when idle). {@code InFlight} is read racily from the running thread's plain fields (see the
+ * runtime's progress loop): no cost on the collective, at worst a snapshot that straddles two stages.
  *
  * <p>A dynamic MBean, so the JMX introspector needs no access to this (unexported) package.
  * {@code -Dpanamax.jmx=false} turns the registration off.
@@ -31,7 +33,7 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class CommunicatorMBean implements DynamicMBean {
     private static final AtomicLong IDS = new AtomicLong();
     private static final System.Logger LOG = System.getLogger("dev.panamax.collectives");
-    private static final boolean ENABLED = !"false".equalsIgnoreCase(System.getProperty("panamax.jmx", "true"));
+    private static final boolean ENABLED = !"false".equalsIgnoreCase(Settings.JMX.value(Settings.JMX.defaultValue()));
 
     private static final MBeanInfo INFO = new MBeanInfo(CommunicatorMBean.class.getName(),
             "A Panamax communicator: its rank and size, its transports and the collective in progress",
@@ -52,24 +54,24 @@ public final class CommunicatorMBean implements DynamicMBean {
     }
 
     private final Communicator comm;
-    private final ProgressLoop waiter;
+    private final Supplier<String> inFlight;
     private final long id;
-    private final java.util.function.BooleanSupplier closed;
+    private final BooleanSupplier closed;
     private ObjectName name;
 
-    private CommunicatorMBean(Communicator comm, ProgressLoop waiter, long id, java.util.function.BooleanSupplier closed) {
+    private CommunicatorMBean(Communicator comm, Supplier<String> inFlight, long id, BooleanSupplier closed) {
         this.comm = comm;
-        this.waiter = waiter;
+        this.inFlight = inFlight;
         this.id = id;
         this.closed = closed;
     }
 
     /** Registers the bean of {@code comm} with the platform MBean server; null when turned off or when it fails (logged). */
-    public static CommunicatorMBean register(Communicator comm, ProgressLoop waiter, long id, java.util.function.BooleanSupplier closed) {
+    public static CommunicatorMBean register(Communicator comm, Supplier<String> inFlight, long id, BooleanSupplier closed) {
         if (!ENABLED) {
             return null;
         }
-        CommunicatorMBean bean = new CommunicatorMBean(comm, waiter, id, closed);
+        CommunicatorMBean bean = new CommunicatorMBean(comm, inFlight, id, closed);
         try {
             ObjectName n = objectName(comm.rank(), id);
             ManagementFactory.getPlatformMBeanServer().registerMBean(bean, n);
@@ -123,7 +125,7 @@ public final class CommunicatorMBean implements DynamicMBean {
             case "Transports" -> transports();
             case "TimeoutSeconds" -> comm.timeoutNanos() / 1e9;
             case "Closed" -> closed.getAsBoolean();
-            case "InFlight" -> waiter.inFlight();
+            case "InFlight" -> inFlight.get();
             default -> throw new AttributeNotFoundException(attribute);
         };
     }

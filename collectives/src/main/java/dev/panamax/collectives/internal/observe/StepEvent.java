@@ -23,38 +23,38 @@ public final class StepEvent extends jdk.jfr.Event {
     static final String NAME = "dev.panamax.Step";
 
     @Label("Rank")
-    public int rank;
+    int rank;
 
     @Label("Communicator")
     @Description("The communicator's id, as in its JMX name")
-    public long communicator;
+    long communicator;
 
     @Label("Collective")
-    public String collective;
+    String collective;
 
     @Label("Algorithm")
-    public String algorithm;
+    String algorithm;
 
     @Label("Stage")
     @Description("The stage's index in the schedule, from 0")
-    public int stage;
+    int stage;
 
     @Label("Stages")
     @Description("The number of stages of the schedule")
-    public int stages;
+    int stages;
 
     @Label("Stage Label")
-    public String label;
+    String label;
 
     @Label("Peers")
     @Description("The communicator ranks this stage sends to and receives from, comma-separated; empty for a local stage")
-    public String peers;
+    String peers;
 
     @Label("Bytes Sent")
     @DataAmount
-    public long bytesSent;
+    long bytesSent;
 
     @Label("Bytes Received")
     @DataAmount
-    public long bytesReceived;
+    long bytesReceived;
 }

@@ -6,9 +6,85 @@ import dev.panamax.memory.ReduceOp;
 import java.lang.foreign.MemorySegment;
 import java.util.Objects;
 
-/** Argument checks made before any rank blocks; every message names what is wrong. */
+/**
+ * Argument checks made on the calling rank before any rank blocks; every message names what is
+ * wrong. One per communicator (the checks that depend on its rank and size); the buffer and
+ * overlap helpers are static.
+ */
 final class ArgumentChecks {
-    private ArgumentChecks() {
+    private final int rank;
+    private final int size;
+
+    ArgumentChecks(int rank, int size) {
+        this.rank = rank;
+        this.size = size;
+    }
+
+    void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+        reduction(type, op);
+        buffer("send", send, count, type, false);
+        buffer("recv", recv, count, type, true);
+        sameOrDisjoint(send, recv, "allReduce");
+    }
+
+    void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
+        reduction(type, op);
+        buffer("send", send, times(recvCount, size, "recvCount * size"), type, false);
+        buffer("recv", recv, recvCount, type, true);
+        inPlaceBlock(send, recv, recvCount * type.byteSize(), rank, "reduceScatter", "recv", "send");
+    }
+
+    void allGather(MemorySegment send, MemorySegment recv, long sendCount, DataType type) {
+        Objects.requireNonNull(type, "type");
+        buffer("send", send, sendCount, type, false);
+        buffer("recv", recv, times(sendCount, size, "sendCount * size"), type, true);
+        inPlaceBlock(recv, send, sendCount * type.byteSize(), rank, "allGather", "send", "recv");
+    }
+
+    void broadcast(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
+        Objects.requireNonNull(type, "type");
+        rankIndex(root, "root");
+        if (rank == root) {
+            buffer("send", send, count, type, false);
+            sameOrDisjoint(send, recv, "broadcast");
+        }
+        buffer("recv", recv, count, type, true);
+    }
+
+    void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
+        reduction(type, op);
+        rankIndex(root, "root");
+        buffer("send", send, count, type, false);
+        if (rank == root) {
+            buffer("recv", recv, count, type, true);
+            sameOrDisjoint(send, recv, "reduce");
+        }
+    }
+
+    void allToAll(MemorySegment send, MemorySegment recv, long count, DataType type) {
+        Objects.requireNonNull(type, "type");
+        long total = times(count, size, "count * size");
+        buffer("send", send, total, type, false);
+        buffer("recv", recv, total, type, true);
+        if (total > 0 && overlaps(send, recv)) {
+            throw new IllegalArgumentException("allToAll: send and recv overlap; all-to-all has no in-place form");
+        }
+    }
+
+    void pointToPoint(MemorySegment buffer, long count, DataType type, int peer, boolean writable) {
+        Objects.requireNonNull(type, "type");
+        rankIndex(peer, "peer");
+        if (peer == rank) {
+            throw new IllegalArgumentException((writable ? "recv from" : "send to") + " rank " + rank + " itself");
+        }
+        buffer("buffer", buffer, count, type, writable);
+    }
+
+    /** {@code r} is a rank of this communicator; {@code what} names it in the error (root, peer). */
+    void rankIndex(int r, String what) {
+        if (r < 0 || r >= size) {
+            throw new IllegalArgumentException(what + " " + r + " is not a rank of this communicator (size " + size + ")");
+        }
     }
 
     static void reduction(DataType type, ReduceOp op) {

@@ -40,7 +40,7 @@ final class CallValidator {
         this.size = size;
         this.executor = executor;
         this.allocator = allocator;
-        this.exchange = Algorithms.get("ring").build(new Problem(Collective.ALL_GATHER, rank, size, RECORD_BYTES, 1, 0, Topology.flat(size)));
+        this.exchange = Algorithms.get(Algorithms.RING).build(new Problem(Collective.ALL_GATHER, rank, size, RECORD_BYTES, 1, 0, Topology.flat(size)));
     }
 
     /** Exchanges this call's descriptor; throws on every rank when the calls differ. */
@@ -59,7 +59,7 @@ final class CallValidator {
         mine.set(ValueLayout.JAVA_LONG_UNALIGNED, 32, rooted ? p.root() : -1);
         byte[] name = s.algorithm().getBytes(StandardCharsets.UTF_8);
         MemorySegment.copy(MemorySegment.ofArray(name), 0, mine, 40, Math.min(name.length, NAME_BYTES));
-        executor.run(exchange, mine, all, DataType.UINT8, null);
+        executor.runSchedule(exchange, mine, all, DataType.UINT8, null);
         boolean same = true;
         for (int q = 0; q < size && same; q++) {
             same = all.asSlice((long) q * RECORD_BYTES, RECORD_BYTES).mismatch(mine) == -1;

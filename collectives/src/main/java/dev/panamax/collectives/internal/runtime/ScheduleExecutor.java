@@ -1,7 +1,9 @@
 package dev.panamax.collectives.internal.runtime;
 
 import dev.panamax.collectives.internal.observe.CollectiveEvent;
+import dev.panamax.collectives.internal.observe.Events;
 import dev.panamax.collectives.internal.observe.StepEvent;
+import dev.panamax.collectives.internal.transport.BufferRegistrar;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.collectives.schedule.Problem;
@@ -27,102 +29,69 @@ import java.util.List;
  * stage, on a shared probe instance, and nothing is allocated.
  */
 public final class ScheduleExecutor {
-    /** Never committed: asks whether a recording wants the event (the check reads JFR's static settings, so it is thread-safe). */
-    private static final CollectiveEvent COLLECTIVE_PROBE = new CollectiveEvent();
-    private static final StepEvent STEP_PROBE = new StepEvent();
-
     private final Link[] links;
-    private final ProgressLoop waiter;
+    private final ProgressLoop loop;
     private final ScratchBuffers scratch;
     private final long id;
     private MemorySegment[] buffers = new MemorySegment[2];
     private Request[] requests = new Request[8];
     /** Sees each call's whole buffers before its schedule runs; null for transports that need nothing. */
-    BufferRegistrar registrar;
+    private final BufferRegistrar registrar;
 
-    /** A transport's hook: called with a call's buffers (send, receive, scratch) before its schedule runs. */
-    public interface BufferRegistrar {
-        void register(MemorySegment[] buffers, int count);
-    }
-
-    /** @param id the communicator's id, carried by the events */
-    ScheduleExecutor(Link[] links, ProgressLoop waiter, ScratchBuffers scratch, long id) {
+    /**
+     * @param id        the communicator's id, carried by the events
+     * @param registrar the transports' hook on each call's buffers, or null
+     */
+    ScheduleExecutor(Link[] links, ProgressLoop loop, ScratchBuffers scratch, long id, BufferRegistrar registrar) {
         this.links = links;
-        this.waiter = waiter;
+        this.loop = loop;
         this.scratch = scratch;
         this.id = id;
+        this.registrar = registrar;
     }
 
-    void run(Schedule schedule, MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
-        CollectiveEvent event = null;
-        if (COLLECTIVE_PROBE.isEnabled()) {
-            event = new CollectiveEvent();
-            event.begin();
-        }
+    /** The transports' hook on each call's buffers (a split communicator passes it on), or null. */
+    BufferRegistrar registrar() {
+        return registrar;
+    }
+
+    void runSchedule(Schedule schedule, MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
+        CollectiveEvent event = Events.beginCollective();
         Throwable failure = null;
         try {
-            run0(schedule, send, recv, type, op);
+            runStages(schedule, send, recv, type, op);
         } catch (RuntimeException | Error t) {
             failure = t;
             throw t;
         } finally {
-            waiter.end();
-            if (event != null) {
-                Problem p = schedule.problem();
-                commit(event, p.rank(), p.size(), p.collective().label(), schedule.algorithm(), p.count(), type, -1, failure);
-            }
+            loop.end();
+            Problem p = schedule.problem();
+            Events.commit(event, id, p.rank(), p.size(), p.collective().label(), schedule.algorithm(), p.count(), type, -1, failure);
         }
     }
 
     /** A point-to-point send (or receive) of {@code data} ({@code count} elements of {@code type}) to (from) {@code peer}. */
     void pointToPoint(boolean isSend, int rank, int size, int peer, MemorySegment data, long count, DataType type) {
-        CollectiveEvent event = null;
-        if (COLLECTIVE_PROBE.isEnabled()) {
-            event = new CollectiveEvent();
-            event.begin();
-        }
+        CollectiveEvent event = Events.beginCollective();
         Throwable failure = null;
         try {
             if (isSend) {
-                waiter.begin("send to rank " + peer, 1);
-                waiter.await(links[peer].send(data));
+                loop.begin("send to rank " + peer, 1);
+                loop.await(links[peer].send(data));
             } else {
-                waiter.begin("recv from rank " + peer, 1);
-                waiter.await(links[peer].recv(data, null, type, null));
+                loop.begin("recv from rank " + peer, 1);
+                loop.await(links[peer].recv(data, null, type, null));
             }
         } catch (RuntimeException | Error t) {
             failure = t;
             throw t;
         } finally {
-            waiter.end();
-            if (event != null) {
-                commit(event, rank, size, isSend ? "send" : "recv", "p2p", count, type, peer, failure);
-            }
+            loop.end();
+            Events.commit(event, id, rank, size, isSend ? "send" : "recv", "p2p", count, type, peer, failure);
         }
     }
 
-    private void commit(CollectiveEvent event, int rank, int size, String collective, String algorithm, long count, DataType type,
-                        int peer, Throwable failure) {
-        event.end();
-        if (event.shouldCommit()) {
-            event.rank = rank;
-            event.size = size;
-            event.communicator = id;
-            event.collective = collective;
-            event.algorithm = algorithm;
-            event.count = count;
-            event.bytes = count * type.byteSize();
-            event.type = type.canonicalName();
-            event.peer = peer;
-            if (failure != null) {
-                event.failed = true;
-                event.error = failure.getMessage() == null ? failure.toString() : failure.getMessage();
-            }
-            event.commit();
-        }
-    }
-
-    private void run0(Schedule schedule, MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
+    private void runStages(Schedule schedule, MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
         int e = type.byteSize();
         int nb = 2 + schedule.scratchBuffers();
         if (buffers.length < nb) {
@@ -137,24 +106,18 @@ public final class ScheduleExecutor {
             registrar.register(buffers, nb);
         }
         List<Stage> stages = schedule.stages();
-        waiter.begin(schedule.problem().collective().label(), schedule.algorithm(), stages.size());
+        loop.begin(schedule.problem().collective().label(), schedule.algorithm(), stages.size());
         try {
             for (int i = 0; i < stages.size(); i++) {
                 Stage st = stages.get(i);
-                waiter.step(i, st.label());
-                StepEvent event = null;
-                if (STEP_PROBE.isEnabled()) {
-                    event = new StepEvent();
-                    event.begin();
-                }
+                loop.step(i, st.label());
+                StepEvent event = Events.beginStep();
                 int posted = post(st, buffers, type, op, e, 0);
                 if (posted > 0) {
-                    waiter.awaitAll(requests, posted);
+                    loop.awaitAll(requests, posted);
                     Arrays.fill(requests, 0, posted, null);
                 }
-                if (event != null) {
-                    commit(event, schedule, i, st, e);
-                }
+                Events.commit(event, id, schedule, i, st, e);
             }
         } finally {
             Arrays.fill(buffers, null);
@@ -171,11 +134,7 @@ public final class ScheduleExecutor {
      * in the same order at both ends.
      */
     void runConcurrently(Schedule[] schedules, MemorySegment[] data, DataType type, ReduceOp op) {
-        CollectiveEvent event = null;
-        if (COLLECTIVE_PROBE.isEnabled()) {
-            event = new CollectiveEvent();
-            event.begin();
-        }
+        CollectiveEvent event = Events.beginCollective();
         int e = type.byteSize();
         MemorySegment[][] tables = new MemorySegment[schedules.length][];
         int scratchBase = 0;
@@ -200,10 +159,10 @@ public final class ScheduleExecutor {
         Problem first = schedules.length == 0 ? null : schedules[0].problem();
         String algorithm = "concurrent x" + schedules.length;
         Throwable failure = null;
-        waiter.begin("all-reduce", algorithm, stages);
+        loop.begin("all-reduce", algorithm, stages);
         try {
             for (int i = 0; i < stages; i++) {
-                waiter.step(i, "merged stage " + i);
+                loop.step(i, "merged stage " + i);
                 int posted = 0;
                 for (int j = 0; j < schedules.length; j++) {
                     List<Stage> own = schedules[j].stages();
@@ -212,7 +171,7 @@ public final class ScheduleExecutor {
                     }
                 }
                 if (posted > 0) {
-                    waiter.awaitAll(requests, posted);
+                    loop.awaitAll(requests, posted);
                     Arrays.fill(requests, 0, posted, null);
                 }
             }
@@ -220,9 +179,9 @@ public final class ScheduleExecutor {
             failure = t;
             throw t;
         } finally {
-            waiter.end();
-            if (event != null && first != null) {
-                commit(event, first.rank(), first.size(), "all-reduce", algorithm, total, type, -1, failure);
+            loop.end();
+            if (first != null) {
+                Events.commit(event, id, first.rank(), first.size(), "all-reduce", algorithm, total, type, -1, failure);
             }
         }
     }
@@ -257,42 +216,6 @@ public final class ScheduleExecutor {
             }
         }
         return posted;
-    }
-
-    /** Commits a finished stage's event (a failed stage has none: the collective's event carries the failure). */
-    private void commit(StepEvent event, Schedule schedule, int index, Stage st, int e) {
-        event.end();
-        if (!event.shouldCommit()) {
-            return;
-        }
-        long sent = 0;
-        long received = 0;
-        java.util.TreeSet<Integer> peers = new java.util.TreeSet<>();
-        for (Step s : st.steps()) {
-            if (s instanceof Step.Send snd) {
-                sent += snd.src().count() * e;
-                peers.add(snd.peer());
-            } else if (s instanceof Step.Recv rcv) {
-                received += rcv.dst().count() * e;
-                peers.add(rcv.peer());
-            }
-        }
-        StringBuilder b = new StringBuilder();
-        for (int p : peers) {
-            b.append(b.isEmpty() ? "" : ",").append(p);
-        }
-        Problem p = schedule.problem();
-        event.rank = p.rank();
-        event.communicator = id;
-        event.collective = p.collective().label();
-        event.algorithm = schedule.algorithm();
-        event.stage = index;
-        event.stages = schedule.stages().size();
-        event.label = st.label();
-        event.peers = b.toString();
-        event.bytesSent = sent;
-        event.bytesReceived = received;
-        event.commit();
     }
 
     private static void reduce(Step.Reduce r, MemorySegment[] buffers, DataType type, ReduceOp op, int e) {

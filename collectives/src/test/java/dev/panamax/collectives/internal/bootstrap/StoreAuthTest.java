@@ -2,9 +2,10 @@ package dev.panamax.collectives.internal.bootstrap;
 
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.Communicator;
-import dev.panamax.collectives.CommunicatorBuilder.TransportKind;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
+import dev.panamax.collectives.TransportKind;
+import dev.panamax.collectives.internal.auth.MutualAuth;
 import org.junit.jupiter.api.Test;
 
 import java.io.DataInputStream;
@@ -71,16 +72,16 @@ class StoreAuthTest {
         }
     }
 
-    private static Store.Server server(Recorder log, int handshakeMillis) {
-        return new Store.Server("127.0.0.1", 0, Store.Auth.of(SECRET), handshakeMillis, log);
+    private static StoreServer server(Recorder log, int handshakeMillis) {
+        return new StoreServer("127.0.0.1", 0, MutualAuth.of(SECRET), handshakeMillis, log);
     }
 
     @Test
     void theRightSecretConnects() {
         Recorder log = new Recorder();
-        try (Store.Server server = server(log, 2000);
-             Store.Client a = Store.Client.connect("127.0.0.1", server.port(), TIMEOUT, 0, Store.Auth.of(SECRET));
-             Store.Client b = Store.Client.connect("127.0.0.1", server.port(), TIMEOUT, 1, Store.Auth.of(SECRET))) {
+        try (StoreServer server = server(log, 2000);
+             StoreClient a = StoreClient.connect("127.0.0.1", server.port(), TIMEOUT, 0, MutualAuth.of(SECRET));
+             StoreClient b = StoreClient.connect("127.0.0.1", server.port(), TIMEOUT, 1, MutualAuth.of(SECRET))) {
             a.set("k", "v");
             assertEquals("v", b.get("k"));
             assertEquals(2, a.add("n", 2));
@@ -91,17 +92,17 @@ class StoreAuthTest {
     @Test
     void aWrongSecretFailsOnThatRankWithAClearMessage() throws Exception {
         Recorder log = new Recorder();
-        try (Store.Server server = server(log, 2000)) {
+        try (StoreServer server = server(log, 2000)) {
             long start = System.nanoTime();
             CollectiveException e = assertThrows(CollectiveException.class,
-                    () -> Store.Client.connect("127.0.0.1", server.port(), TIMEOUT, 3, Store.Auth.of("another secret of the same length")));
+                    () -> StoreClient.connect("127.0.0.1", server.port(), TIMEOUT, 3, MutualAuth.of("another secret of the same length")));
             assertTrue((System.nanoTime() - start) / 1e9 < 5, "it should fail at once, not at the timeout");
             assertTrue(e.getMessage().contains("rank 3: the store at 127.0.0.1:" + server.port() + " rejected this rank: wrong PANAMAX_SECRET?"),
                     e::getMessage);
             assertTrue(log.waitFor("wrong proof", 2000), log.lines::toString);
             assertTrue(log.lines.get(0).startsWith("WARNING rendezvous store: rejected a connection from /127.0.0.1:"), log.lines::toString);
             // the server goes on serving ranks that hold the secret
-            try (Store.Client ok = Store.Client.connect("127.0.0.1", server.port(), TIMEOUT, 0, Store.Auth.of(SECRET))) {
+            try (StoreClient ok = StoreClient.connect("127.0.0.1", server.port(), TIMEOUT, 0, MutualAuth.of(SECRET))) {
                 ok.set("a", "b");
                 assertEquals("b", ok.get("a"));
             }
@@ -110,9 +111,9 @@ class StoreAuthTest {
 
     @Test
     void aRankWithoutTheSecretIsRejectedByAStoreWithOne() {
-        try (Store.Server server = server(new Recorder(), 2000)) {
+        try (StoreServer server = server(new Recorder(), 2000)) {
             CollectiveException e = assertThrows(CollectiveException.class,
-                    () -> Store.Client.connect("127.0.0.1", server.port(), TIMEOUT, 1, Store.Auth.of(null)));
+                    () -> StoreClient.connect("127.0.0.1", server.port(), TIMEOUT, 1, MutualAuth.of(null)));
             assertTrue(e.getMessage().contains("rejected this rank: wrong PANAMAX_SECRET?"), e::getMessage);
         }
     }
@@ -125,12 +126,12 @@ class StoreAuthTest {
                 try (Socket s = fake.accept()) {
                     DataOutputStream out = new DataOutputStream(s.getOutputStream());
                     DataInputStream in = new DataInputStream(s.getInputStream());
-                    out.writeInt(Store.Auth.MAGIC);
-                    out.write(new byte[Store.Auth.NONCE_BYTES]);
+                    out.writeInt(MutualAuth.MAGIC);
+                    out.write(new byte[MutualAuth.NONCE_BYTES]);
                     out.flush();
-                    in.readFully(new byte[4 + Store.Auth.NONCE_BYTES + Store.Auth.MAC_BYTES]);
+                    in.readFully(new byte[4 + MutualAuth.NONCE_BYTES + MutualAuth.MAC_BYTES]);
                     out.writeByte(0);
-                    out.write(new byte[Store.Auth.MAC_BYTES]);
+                    out.write(new byte[MutualAuth.MAC_BYTES]);
                     out.flush();
                     in.read(); // until the client hangs up
                 } catch (IOException ignored) {
@@ -138,7 +139,7 @@ class StoreAuthTest {
                 }
             });
             CollectiveException e = assertThrows(CollectiveException.class,
-                    () -> Store.Client.connect("127.0.0.1", fake.getLocalPort(), TIMEOUT, 1, Store.Auth.of(SECRET)));
+                    () -> StoreClient.connect("127.0.0.1", fake.getLocalPort(), TIMEOUT, 1, MutualAuth.of(SECRET)));
             assertTrue(e.getMessage().contains("could not prove it holds the job's secret"), e::getMessage);
             assertTrue(e.getMessage().contains("proof of the job's secret is wrong"), e::getMessage);
             served.get(10, TimeUnit.SECONDS);
@@ -157,7 +158,7 @@ class StoreAuthTest {
                 }
             });
             CollectiveException e = assertThrows(CollectiveException.class,
-                    () -> Store.Client.connect("127.0.0.1", other.getLocalPort(), TIMEOUT, 1, Store.Auth.of(SECRET)));
+                    () -> StoreClient.connect("127.0.0.1", other.getLocalPort(), TIMEOUT, 1, MutualAuth.of(SECRET)));
             assertTrue(e.getMessage().contains("does not speak the Panamax handshake"), e::getMessage);
             served.get(10, TimeUnit.SECONDS);
         }
@@ -166,13 +167,13 @@ class StoreAuthTest {
     @Test
     void aSilentStrangerIsDroppedAfterTheHandshakeTimeoutWithoutBlockingTheRanks() throws Exception {
         Recorder log = new Recorder();
-        try (Store.Server server = server(log, 4000);
+        try (StoreServer server = server(log, 4000);
              Socket stranger = new Socket("127.0.0.1", server.port())) {
             stranger.setSoTimeout(10_000);
             // While the stranger sits there saying nothing, the ranks connect and work.
             long start = System.nanoTime();
-            try (Store.Client a = Store.Client.connect("127.0.0.1", server.port(), TIMEOUT, 0, Store.Auth.of(SECRET));
-                 Store.Client b = Store.Client.connect("127.0.0.1", server.port(), TIMEOUT, 1, Store.Auth.of(SECRET))) {
+            try (StoreClient a = StoreClient.connect("127.0.0.1", server.port(), TIMEOUT, 0, MutualAuth.of(SECRET));
+                 StoreClient b = StoreClient.connect("127.0.0.1", server.port(), TIMEOUT, 1, MutualAuth.of(SECRET))) {
                 a.set("x", "1");
                 assertEquals("1", b.get("x"));
                 b.barrier("b", 2 - 1);
@@ -180,7 +181,7 @@ class StoreAuthTest {
             assertTrue((System.nanoTime() - start) / 1e9 < 3.5, "the ranks waited for the stranger");
             // The stranger got the challenge, then the server hung up on it.
             InputStream in = stranger.getInputStream();
-            assertEquals(4 + Store.Auth.NONCE_BYTES, in.readNBytes(4 + Store.Auth.NONCE_BYTES).length);
+            assertEquals(4 + MutualAuth.NONCE_BYTES, in.readNBytes(4 + MutualAuth.NONCE_BYTES).length);
             assertEquals(-1, in.read());
             String where = "/127.0.0.1:" + stranger.getLocalPort();
             assertTrue(log.waitFor(where, 5000), log.lines::toString);
@@ -192,14 +193,14 @@ class StoreAuthTest {
     @Test
     void aStrangerSendingGarbageIsRejectedAndLogged() throws Exception {
         Recorder log = new Recorder();
-        try (Store.Server server = server(log, 5000);
+        try (StoreServer server = server(log, 5000);
              Socket stranger = new Socket("127.0.0.1", server.port())) {
             stranger.setSoTimeout(10_000);
             byte[] garbage = new byte[200];
             new java.util.Random(42).nextBytes(garbage);
             stranger.getOutputStream().write(garbage);
             InputStream in = stranger.getInputStream();
-            in.readNBytes(4 + Store.Auth.NONCE_BYTES);
+            in.readNBytes(4 + MutualAuth.NONCE_BYTES);
             assertEquals(1, in.read(), "the server says rejected");
             assertEquals(-1, readOrEof(in), "then hangs up");
             String where = "/127.0.0.1:" + stranger.getLocalPort();
@@ -207,7 +208,7 @@ class StoreAuthTest {
             assertTrue(log.lines.stream().anyMatch(l -> l.startsWith("WARNING") && l.contains(where) && l.contains("wrong proof")),
                     log.lines::toString);
             // and a garbage store request without a handshake never reaches the data
-            try (Store.Client ok = Store.Client.connect("127.0.0.1", server.port(), TIMEOUT, 0, Store.Auth.of(SECRET))) {
+            try (StoreClient ok = StoreClient.connect("127.0.0.1", server.port(), TIMEOUT, 0, MutualAuth.of(SECRET))) {
                 ok.set("still", "here");
                 assertEquals("here", ok.get("still"));
             }
@@ -224,7 +225,7 @@ class StoreAuthTest {
 
     @Test
     void theServerListensOnTheConfiguredAddressOnly() throws Exception {
-        try (Store.Server server = server(new Recorder(), 2000)) {
+        try (StoreServer server = server(new Recorder(), 2000)) {
             assertEquals(InetAddress.getByName("127.0.0.1"), server.address());
             assertFalse(server.address().isAnyLocalAddress());
             assumeTrue(canBind("127.0.0.2"), "127.0.0.2 is not a local address here");
@@ -234,12 +235,12 @@ class StoreAuthTest {
             }
         }
         assumeTrue(canBind("127.0.0.2"));
-        try (Store.Server server = new Store.Server("127.0.0.2", 0, Store.Auth.of(SECRET), 2000, new Recorder())) {
+        try (StoreServer server = new StoreServer("127.0.0.2", 0, MutualAuth.of(SECRET), 2000, new Recorder())) {
             assertEquals(InetAddress.getByName("127.0.0.2"), server.address());
             try (Socket s = new Socket()) {
                 assertThrows(ConnectException.class, () -> s.connect(new InetSocketAddress("127.0.0.1", server.port()), 2000));
             }
-            try (Store.Client c = Store.Client.connect("127.0.0.2", server.port(), TIMEOUT, 0, Store.Auth.of(SECRET))) {
+            try (StoreClient c = StoreClient.connect("127.0.0.2", server.port(), TIMEOUT, 0, MutualAuth.of(SECRET))) {
                 c.set("a", "1");
             }
         }
@@ -325,8 +326,8 @@ class StoreAuthTest {
         CompletableFuture<Communicator> zero = rank(0, 2, port, () -> SECRET);
         String endpoint;
         // Find rank 0's data endpoint, as a port scan would.
-        try (Store.Client peek = Store.Client.connect("127.0.0.1", port, TIMEOUT, 1, Store.Auth.of(SECRET))) {
-            endpoint = peek.get("rank/0").split(" ")[2];
+        try (StoreClient peek = StoreClient.connect("127.0.0.1", port, TIMEOUT, 1, MutualAuth.of(SECRET))) {
+            endpoint = peek.get("tcp/0");
         }
         String[] hp = endpoint.split(":");
         try (Socket silent = new Socket(hp[0], Integer.parseInt(hp[1]));
@@ -336,9 +337,9 @@ class StoreAuthTest {
             CompletableFuture<Communicator> realOne = rank(1, 2, port, () -> SECRET);
             DataOutputStream out = new DataOutputStream(stranger.getOutputStream());
             DataInputStream in = new DataInputStream(stranger.getInputStream());
-            in.readFully(new byte[4 + Store.Auth.NONCE_BYTES]);
+            in.readFully(new byte[4 + MutualAuth.NONCE_BYTES]);
             out.writeInt(1); // claims to be rank 1
-            out.write(new byte[Store.Auth.NONCE_BYTES + Store.Auth.MAC_BYTES]);
+            out.write(new byte[MutualAuth.NONCE_BYTES + MutualAuth.MAC_BYTES]);
             out.flush();
             assertEquals(1, in.read(), "rank 0 says rejected");
             assertEquals(-1, readOrEof(in));

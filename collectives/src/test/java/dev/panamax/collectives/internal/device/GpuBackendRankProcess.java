@@ -5,6 +5,7 @@ import dev.panamax.collectives.CommunicatorBuilder;
 import dev.panamax.collectives.GpuBackend;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
+import dev.panamax.collectives.TransportKind;
 import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.gpu.GpuCommunicator;
 import dev.panamax.cuda.Cuda;
@@ -41,7 +42,7 @@ public final class GpuBackendRankProcess {
     public static void main(String[] args) {
         int device = Integer.parseInt(System.getenv().getOrDefault("PANAMAX_CUDA_DEVICE", "0"));
         try (Communicator host = Panamax.builder().config(LaunchConfig.fromEnvironment())
-                .transport(CommunicatorBuilder.TransportKind.SHM).timeout(Duration.ofSeconds(90)).connect();
+                .transport(TransportKind.SHM).timeout(Duration.ofSeconds(90)).connect();
              CudaContext ctx = Cuda.device(device).retainPrimaryContext()) {
             List<String> wrong = run(host, ctx, args);
             if (!wrong.isEmpty()) {

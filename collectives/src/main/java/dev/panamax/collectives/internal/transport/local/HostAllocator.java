@@ -8,7 +8,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.Map;
 
 /** Plain page-aligned host memory, one shared arena per buffer (for in-JVM ranks, which read each other's memory anyway). */
-final class HostAllocator implements BufferAllocator {
+public final class HostAllocator implements BufferAllocator {
     private final Map<Long, Arena> arenas = new java.util.HashMap<>();
     private boolean closed;
 

@@ -2,6 +2,7 @@ package dev.panamax.collectives.internal.transport.tcp;
 
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.collectives.internal.transport.BlameHeader;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.memory.DataType;
@@ -26,19 +27,6 @@ public final class TcpLink extends Link {
     private static final int STAGING_BYTES = 256 * 1024;
     /** ByteBuffer views are int-indexed: large segments are moved in windows. */
     private static final long WINDOW_BYTES = 1L << 30;
-    /** A header of {@code -(BLAME_BASE + r)} instead of a length: the sender gave up because rank r failed. */
-    private static final long BLAME_BASE = 2;
-
-    /** The header that passes on a blame: this side gave up because rank {@code failed} failed (also on the verbs transport's idle TCP connection). */
-    public static long blameHeader(int failed) {
-        return -(BLAME_BASE + failed);
-    }
-
-    /** The rank a header blames, or -1 when it is a length. */
-    public static int blamedRank(long header) {
-        return header <= -BLAME_BASE ? (int) (-header - BLAME_BASE) : -1;
-    }
-
     private final int self;
     private final SocketChannel channel;
     private final Arena arena = Arena.ofShared();
@@ -109,7 +97,7 @@ public final class TcpLink extends Link {
         } catch (IOException | RuntimeException ignored) {
             // nothing more to read
         }
-        return recvHeader.hasRemaining() ? -1 : blamedRank(recvHeader.getLong(0));
+        return recvHeader.hasRemaining() ? -1 : BlameHeader.blamedRank(recvHeader.getLong(0));
     }
 
     private void progressSends() throws IOException {
@@ -171,7 +159,7 @@ public final class TcpLink extends Link {
                 long bytes = recvHeader.getLong(0);
                 recvHeader.clear();
                 r.headerDone = true;
-                int failed = blamedRank(bytes);
+                int failed = BlameHeader.blamedRank(bytes);
                 if (failed >= 0) {
                     throw peerGaveUp(self, failed, null);
                 }
@@ -268,7 +256,7 @@ public final class TcpLink extends Link {
             if (got < 0) {
                 throw eof();
             }
-            int failed = recvHeader.hasRemaining() ? -1 : blamedRank(recvHeader.getLong(0));
+            int failed = recvHeader.hasRemaining() ? -1 : BlameHeader.blamedRank(recvHeader.getLong(0));
             if (failed >= 0) {
                 throw peerGaveUp(self, failed, null);
             }
@@ -306,7 +294,7 @@ public final class TcpLink extends Link {
         }
         try {
             sendHeader.clear();
-            sendHeader.putLong(0, blameHeader(failed));
+            sendHeader.putLong(0, BlameHeader.encode(failed));
             channel.write(sendHeader);
         } catch (IOException | RuntimeException ignored) {
             // the connection is gone already

@@ -1,6 +1,7 @@
 package dev.panamax.collectives.internal.transport.verbs;
 
 import dev.panamax.collectives.CollectiveException;
+import dev.panamax.collectives.internal.config.Settings;
 import dev.panamax.verbs.Access;
 import dev.panamax.verbs.MemoryRegion;
 import dev.panamax.verbs.PortInfo;
@@ -57,10 +58,10 @@ public final class VerbsDomain {
         if (!Verbs.isAvailable()) {
             throw new CollectiveException("transport verbs: libibverbs is not available: " + Verbs.unavailabilityCause());
         }
-        String device = setting("panamax.verbs.device", "PANAMAX_VERBS_DEVICE", null);
-        int port = Integer.parseInt(setting("panamax.verbs.port", "PANAMAX_VERBS_PORT", "1"));
-        String gid = setting("panamax.verbs.gidIndex", "PANAMAX_VERBS_GID_INDEX", null);
-        boolean zeroCopy = Boolean.parseBoolean(setting("panamax.verbs.zeroCopy", "PANAMAX_VERBS_ZERO_COPY", "true"));
+        String device = Settings.VERBS_DEVICE.value();
+        int port = Integer.parseInt(Settings.VERBS_PORT.value(Settings.VERBS_PORT.defaultValue()));
+        String gid = Settings.VERBS_GID_INDEX.value();
+        boolean zeroCopy = Boolean.parseBoolean(Settings.VERBS_ZERO_COPY.value(Settings.VERBS_ZERO_COPY.defaultValue()));
         if (Verbs.devices().isEmpty()) {
             throw new CollectiveException("transport verbs: no RDMA device found (ibv_get_device_list returned none)");
         }
@@ -78,14 +79,6 @@ public final class VerbsDomain {
             ctx.close();
             throw e;
         }
-    }
-
-    private static String setting(String property, String env, String fallback) {
-        String v = System.getProperty(property);
-        if (v == null || v.isBlank()) {
-            v = System.getenv(env);
-        }
-        return v == null || v.isBlank() ? fallback : v.trim();
     }
 
     /**

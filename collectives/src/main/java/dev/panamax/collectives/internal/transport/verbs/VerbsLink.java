@@ -3,9 +3,9 @@ package dev.panamax.collectives.internal.transport.verbs;
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.collectives.internal.transport.BlameHeader;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
-import dev.panamax.collectives.internal.transport.tcp.TcpLink;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import dev.panamax.memory.Reductions;
@@ -468,7 +468,7 @@ public final class VerbsLink extends Link {
         if (!liveness.hasRemaining()) {
             long h = liveness.getLong(0);
             liveness.clear();
-            int failed = TcpLink.blamedRank(h);
+            int failed = BlameHeader.blamedRank(h);
             if (failed >= 0) {
                 throw peerGaveUp(self, failed, null);
             }
@@ -483,7 +483,7 @@ public final class VerbsLink extends Link {
         int failed = blame();
         if (failed >= 0) {
             try {
-                ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, TcpLink.blameHeader(failed));
+                ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, BlameHeader.encode(failed));
                 channel.write(b);
             } catch (IOException | RuntimeException ignored) {
                 // the connection is gone already

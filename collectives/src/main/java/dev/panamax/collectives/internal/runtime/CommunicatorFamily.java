@@ -1,0 +1,96 @@
+package dev.panamax.collectives.internal.runtime;
+
+import dev.panamax.collectives.CollectiveException;
+
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * What a communicator shares with those split from it: the links (through the root), the lock
+ * that orders every collective on them, the first failure (after which all are unusable), and
+ * the abort state.
+ *
+ * <p>An abort never blocks on the lock: it marks the family aborted and leaves the release of
+ * memory, which a running collective may still be touching, to whichever thread next holds the
+ * lock ({@link #releaseIfPending}): the aborting thread itself when it is free, else the
+ * collective's thread as it leaves.
+ */
+final class CommunicatorFamily {
+    private final ReentrantLock lock = new ReentrantLock();
+    private volatile Throwable failure;
+    /** Set once by an abort on any member. */
+    private volatile boolean aborted;
+    /** An abort's release of the family, left to whichever thread next holds {@link #lock}. */
+    private volatile boolean releasePending;
+
+    void lock() {
+        lock.lock();
+    }
+
+    void unlock() {
+        lock.unlock();
+    }
+
+    /** The first failure of any member, or null. */
+    Throwable failure() {
+        return failure;
+    }
+
+    /** Keeps {@code t} when it is the first failure. */
+    void recordFailure(Throwable t) {
+        if (failure == null) {
+            failure = t;
+        }
+    }
+
+    boolean isAborted() {
+        return aborted;
+    }
+
+    /** Marks the family aborted; false when it already was (the caller then does nothing). */
+    synchronized boolean markAborted(int rank) {
+        if (aborted) {
+            return false;
+        }
+        aborted = true;
+        recordFailure(new CollectiveException("rank " + rank + ": the communicator was aborted"));
+        return true;
+    }
+
+    /** Leaves the release of the family to {@link #releaseIfPending}, once the abort has woken the waits and closed the links. */
+    void scheduleRelease() {
+        releasePending = true;
+    }
+
+    /**
+     * Runs {@code release} (closing the whole family) when an abort left it pending and this
+     * thread can take the lock; a thread that holds the lock calls this after unlocking, so
+     * whichever comes last does it.
+     */
+    void releaseIfPending(Runnable release) {
+        while (releasePending && lock.tryLock()) {
+            try {
+                if (releasePending) {
+                    releasePending = false;
+                    release.run();
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /** Throws when no collective may start: aborted, {@code closed}, or broken by an earlier failure. */
+    void ensureOpen(int rank, boolean closed) {
+        if (aborted) {
+            throw new IllegalStateException("rank " + rank + ": the communicator was aborted");
+        }
+        if (closed) {
+            throw new IllegalStateException("rank " + rank + ": the communicator is closed");
+        }
+        Throwable f = failure;
+        if (f != null) {
+            throw new IllegalStateException("rank " + rank + ": the communicator is unusable after an earlier failure: "
+                    + f.getMessage(), f);
+        }
+    }
+}

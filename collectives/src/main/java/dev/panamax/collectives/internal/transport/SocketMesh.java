@@ -1,0 +1,227 @@
+package dev.panamax.collectives.internal.transport;
+
+import dev.panamax.collectives.CollectiveException;
+import dev.panamax.collectives.CollectiveTimeoutException;
+import dev.panamax.collectives.internal.auth.MutualAuth;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
+import java.net.StandardSocketOptions;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Authenticated TCP connections from this rank to a set of peers, each turned into a link: the
+ * groundwork of the TCP transport (a link is the socket) and of the verbs transport (a queue pair
+ * is set up over the socket, which then carries liveness).
+ *
+ * <p>Each rank listens on the bind address when one is given, else on the local address of its
+ * connection to the rendezvous (the address it uses to reach the master), and publishes the
+ * endpoint. Connections go from the higher rank to the lower, each opened by the {@link MutualAuth}
+ * handshake in which the connecting rank names itself and both prove they hold the job's secret;
+ * the accepting rank runs each handshake on its own thread under a read timeout, so a stranger that
+ * connects and stays silent delays nobody, and drops (and logs) any connection that fails it.
+ */
+public final class SocketMesh implements AutoCloseable {
+    private static final int SOCKET_BUFFER_BYTES = 4 << 20;
+    private static final String PEER_CONTEXT = "panamax-peer-v1 to rank ";
+
+    /** Turns an authenticated connection to {@code peer} into its link. */
+    @FunctionalInterface
+    public interface LinkFactory {
+        Link create(int peer, SocketChannel channel) throws IOException;
+    }
+
+    private record Accepted(int peer, SocketChannel channel) {
+    }
+
+    private final MutualAuth auth;
+    private final String bindAddress;
+    private ServerSocketChannel listener;
+
+    /** @param bindAddress where to listen; null: the local address of the connection to the rendezvous */
+    public SocketMesh(MutualAuth auth, String bindAddress) {
+        this.auth = auth;
+        this.bindAddress = bindAddress;
+    }
+
+    /**
+     * Opens this rank's listening socket and publishes its endpoint under {@code name}. Called
+     * before the ranks meet, so that a peer (or a stranger) connecting early waits in the accept
+     * queue rather than being refused.
+     */
+    public void listen(Rendezvous rendezvous, String name) throws IOException {
+        InetAddress local = bindAddress != null ? InetAddress.getByName(bindAddress) : rendezvous.localAddress();
+        ServerSocketChannel l = ServerSocketChannel.open();
+        try {
+            l.bind(new InetSocketAddress(local, 0), rendezvous.size());
+            rendezvous.publish(name, local.getHostAddress() + ":" + ((InetSocketAddress) l.getLocalAddress()).getPort());
+        } catch (IOException | RuntimeException e) {
+            l.close();
+            throw e;
+        }
+        listener = l;
+    }
+
+    /**
+     * Connects to every rank in {@code peers} (their endpoints published under {@code name}) and
+     * puts each link {@code factory} makes into {@code links}; then stops listening. Closes what it
+     * opened that is not a link when it fails.
+     */
+    public void connect(Rendezvous rendezvous, String name, PeerInfo[] peers, Link[] links, LinkFactory factory) throws IOException {
+        if (listener == null) {
+            throw new IllegalStateException("connect before listen");
+        }
+        int rank = rendezvous.rank();
+        boolean[] isPeer = new boolean[rendezvous.size()];
+        for (PeerInfo p : peers) {
+            isPeer[p.rank()] = true;
+        }
+        List<AutoCloseable> opened = new ArrayList<>();
+        try {
+            long deadline = System.nanoTime() + rendezvous.timeoutNanos();
+            connectLower(rendezvous, name, isPeer, links, opened, deadline, factory);
+            acceptHigher(rank, isPeer, listener, links, opened, deadline, factory);
+            close();
+        } catch (IOException | RuntimeException e) {
+            close();
+            for (int i = opened.size() - 1; i >= 0; i--) {
+                try {
+                    opened.get(i).close();
+                } catch (Exception ignored) {
+                    // unwinding a failed connect
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** Connects to every lower peer, proving who we are and checking that it is the peer. */
+    private void connectLower(Rendezvous rendezvous, String name, boolean[] isPeer, Link[] links, List<AutoCloseable> opened,
+                              long deadline, LinkFactory factory) throws IOException {
+        int rank = rendezvous.rank();
+        for (int p = 0; p < rank; p++) {
+            if (!isPeer[p]) {
+                continue;
+            }
+            String endpoint = rendezvous.lookup(name, p);
+            String[] hp = endpoint.split(":");
+            SocketChannel ch = SocketChannel.open();
+            opened.add(ch);
+            tune(ch);
+            ch.connect(new InetSocketAddress(hp[0], Integer.parseInt(hp[1])));
+            // The peer answers once it is done connecting to the ranks below it: wait up to the deadline.
+            ch.socket().setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000)));
+            try {
+                auth.connect(new DataInputStream(ch.socket().getInputStream()), new DataOutputStream(ch.socket().getOutputStream()),
+                        PEER_CONTEXT + p, rank);
+            } catch (MutualAuth.Rejected e) {
+                throw new CollectiveException("rank " + rank + ": rank " + p + " at " + endpoint
+                        + " rejected this rank's TCP connection: wrong PANAMAX_SECRET?", e);
+            } catch (MutualAuth.Unproven e) {
+                throw new CollectiveException("rank " + rank + ": the endpoint of rank " + p + " at " + endpoint
+                        + " could not prove it holds the job's secret: " + e.getMessage(), e);
+            } catch (SocketTimeoutException e) {
+                throw new CollectiveTimeoutException("rank " + rank + ": rank " + p + " at " + endpoint + " did not answer the TCP handshake");
+            }
+            ch.socket().setSoTimeout(0);
+            links[p] = factory.create(p, ch);
+            opened.remove(ch); // the link owns it now
+        }
+    }
+
+    /** Accepts every higher peer; each handshake runs on its own thread under a read timeout. */
+    private void acceptHigher(int rank, boolean[] isPeer, ServerSocketChannel listener, Link[] links, List<AutoCloseable> opened,
+                              long deadline, LinkFactory factory) throws IOException {
+        int expected = 0;
+        for (int p = rank + 1; p < isPeer.length; p++) {
+            if (isPeer[p]) {
+                expected++;
+            }
+        }
+        BlockingQueue<Accepted> proven = new LinkedBlockingQueue<>();
+        listener.configureBlocking(false);
+        while (expected > 0) {
+            SocketChannel ch = listener.accept();
+            if (ch != null) {
+                opened.add(ch);
+                Thread.ofPlatform().daemon().name("panamax-handshake-" + rank).start(() -> handshake(rank, isPeer, ch, proven));
+                continue;
+            }
+            Accepted a;
+            try {
+                a = proven.poll(1, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new CollectiveException("interrupted while connecting");
+            }
+            if (a == null) {
+                if (System.nanoTime() - deadline > 0) {
+                    throw new CollectiveTimeoutException("rank " + rank + ": timed out waiting for TCP connections from higher ranks");
+                }
+                continue;
+            }
+            if (links[a.peer()] != null) {
+                a.channel().close(); // a second proven connection for the same rank: keep the first
+                continue;
+            }
+            links[a.peer()] = factory.create(a.peer(), a.channel());
+            opened.remove(a.channel()); // the link owns it now
+            expected--;
+        }
+    }
+
+    /** The accepting side of one connection: queues it when it proves to be a higher peer, else logs and closes it. */
+    private void handshake(int rank, boolean[] isPeer, SocketChannel ch, BlockingQueue<Accepted> proven) {
+        Object remote = "?";
+        try {
+            remote = ch.getRemoteAddress();
+            ch.configureBlocking(true);
+            tune(ch);
+            ch.socket().setSoTimeout(MutualAuth.HANDSHAKE_TIMEOUT_MILLIS);
+            int p = auth.accept(new DataInputStream(ch.socket().getInputStream()), new DataOutputStream(ch.socket().getOutputStream()),
+                    PEER_CONTEXT + rank, claim -> claim > rank && claim < isPeer.length && isPeer[claim]);
+            ch.socket().setSoTimeout(0);
+            proven.add(new Accepted(p, ch));
+        } catch (IOException | RuntimeException e) {
+            if (ch.isOpen()) {
+                MutualAuth.LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": rejected a TCP connection from " + remote + ": "
+                        + (e instanceof IOException io ? MutualAuth.reason(io) : e.toString()));
+            }
+            try {
+                ch.close();
+            } catch (IOException ignored) {
+                // dropping it
+            }
+        }
+    }
+
+    /** Stops listening (idempotent). */
+    @Override
+    public void close() {
+        ServerSocketChannel l = listener;
+        listener = null;
+        if (l != null) {
+            try {
+                l.close();
+            } catch (IOException ignored) {
+                // closing
+            }
+        }
+    }
+
+    private static void tune(SocketChannel ch) throws IOException {
+        ch.setOption(StandardSocketOptions.TCP_NODELAY, true);
+        ch.setOption(StandardSocketOptions.SO_SNDBUF, SOCKET_BUFFER_BYTES);
+        ch.setOption(StandardSocketOptions.SO_RCVBUF, SOCKET_BUFFER_BYTES);
+    }
+}

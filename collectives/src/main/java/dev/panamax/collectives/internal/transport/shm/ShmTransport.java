@@ -1,0 +1,50 @@
+package dev.panamax.collectives.internal.transport.shm;
+
+import dev.panamax.collectives.internal.transport.Link;
+import dev.panamax.collectives.internal.transport.PeerInfo;
+import dev.panamax.collectives.internal.transport.Rendezvous;
+import dev.panamax.collectives.internal.transport.Transport;
+import dev.panamax.memory.SharedMemory;
+
+/**
+ * Shared memory between processes of one host: each rank creates one inbox with a block per peer
+ * and publishes its handle; a peer maps it and writes its messages there (or, for buffers from
+ * {@link ShmAllocator}, only a descriptor that the receiver maps and reads in place). See
+ * {@link ShmLink} for the protocol.
+ */
+public final class ShmTransport implements Transport {
+    private final ShmAllocator allocator;
+
+    /** @param allocator the communicator's allocator, whose buffers peers may read in place */
+    public ShmTransport(ShmAllocator allocator) {
+        this.allocator = allocator;
+    }
+
+    @Override
+    public String name() {
+        return "shm";
+    }
+
+    /** Same host identity: host name and boot id, or the same {@code PANAMAX_NODE}. */
+    @Override
+    public boolean canConnect(PeerInfo self, PeerInfo peer) {
+        return self.sameHost(peer);
+    }
+
+    @Override
+    public Session connect(Rendezvous rendezvous, PeerInfo[] peers, Link[] links) {
+        int rank = rendezvous.rank();
+        SharedMemory.Region inbox = SharedMemory.create("inbox-" + rank, rendezvous.size() * ShmLink.BLOCK_BYTES);
+        try {
+            rendezvous.publish(name(), inbox.handle().encode());
+            for (PeerInfo p : peers) {
+                SharedMemory.Region peerInbox = SharedMemory.attach(SharedMemory.Handle.decode(rendezvous.lookup(name(), p.rank())));
+                links[p.rank()] = new ShmLink(rank, p.rank(), p.pid(), inbox.segment(), peerInbox, allocator);
+            }
+        } catch (RuntimeException e) {
+            inbox.close();
+            throw e;
+        }
+        return inbox::close;
+    }
+}
