@@ -1,11 +1,9 @@
 package dev.panamax.collectives;
 
-import dev.panamax.collectives.gpu.GpuBlueConnect;
-import dev.panamax.collectives.gpu.GpuCommunicator;
-
 /**
- * What moves the data of a collective on device memory ({@link GpuCommunicator}, and each level
- * of {@link GpuBlueConnect}).
+ * What moves the data of a collective on device memory: chosen per communicator by
+ * {@code gpu.GpuCommunicator}, and per level by {@code gpu.GpuBlueConnect}. It lives in this
+ * package, not in {@code gpu}, because the device backends inside the module choose by it too.
  */
 public enum GpuBackend {
     /**

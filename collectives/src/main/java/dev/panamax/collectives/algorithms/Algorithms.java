@@ -1,6 +1,7 @@
 package dev.panamax.collectives.algorithms;
 
 import dev.panamax.collectives.Collective;
+import dev.panamax.collectives.Topology;
 
 import dev.panamax.collectives.schedule.Problem;
 
@@ -41,8 +42,10 @@ public final class Algorithms {
     private static final Map<String, Algorithm> REGISTRY = new LinkedHashMap<>();
 
     static {
-        for (Algorithm a : List.of(new Ring(), new HalvingDoubling(), new Butterfly(), new ReduceBroadcast(), new TwoLevel(), new MultiDimRing(),
-                new BlueConnect(), new DirectAllReduce(), new PairwiseAllToAll(), new DisseminationBarrier())) {
+        // Registration order is the planner's preference among equal predictions: the simpler,
+        // flat algorithms first.
+        for (Algorithm a : List.of(new Ring(), new HalvingDoubling(), new Butterfly(), new DirectAllReduce(), new BlueConnect(),
+                new MultiDimRing(), new TwoLevel(), new ReduceBroadcast(), new PairwiseAllToAll(), new DisseminationBarrier())) {
             REGISTRY.put(a.name(), a);
         }
     }
@@ -50,12 +53,21 @@ public final class Algorithms {
     private Algorithms() {
     }
 
-    /** Adds (or replaces) an algorithm under its {@link Algorithm#name()}. */
+    /**
+     * Adds an algorithm under its {@link Algorithm#name()}, after those registered before it, or
+     * replaces the one of that name in its place. From then on it can be selected by name and, when
+     * it predicts its time ({@link Algorithm#predict}), it is a candidate for {@code auto}.
+     */
     public static synchronized void register(Algorithm algorithm) {
         if (algorithm.name().equals(AUTO)) {
             throw new IllegalArgumentException("'auto' is reserved for the planner");
         }
         REGISTRY.put(algorithm.name(), algorithm);
+    }
+
+    /** Removes the algorithm called {@code name} (built-in or registered); false when there was none. */
+    public static synchronized boolean unregister(String name) {
+        return REGISTRY.remove(name) != null;
     }
 
     /** The algorithm called {@code name}; the error lists the known names. */
@@ -65,6 +77,11 @@ public final class Algorithms {
             throw new IllegalArgumentException("unknown algorithm '" + name + "'; known: " + String.join(", ", names()) + ", auto");
         }
         return a;
+    }
+
+    /** Every registered algorithm, in registration order (the planner's order of preference). */
+    public static synchronized List<Algorithm> all() {
+        return List.copyOf(REGISTRY.values());
     }
 
     /** Every registered name, in registration order. */
@@ -87,7 +104,7 @@ public final class Algorithms {
     public static synchronized List<String> namesFor(Collective collective) {
         List<String> out = new ArrayList<>();
         for (Algorithm a : REGISTRY.values()) {
-            if (a.unsupported(new Problem(collective, 0, 1, 1, 1, 0, dev.panamax.collectives.Topology.flat(1))) == null) {
+            if (a.unsupported(new Problem(collective, 0, 1, 1, 1, 0, Topology.flat(1))) == null) {
                 out.add(a.name());
             }
         }

@@ -1,5 +1,7 @@
 package dev.panamax.collectives.algorithms;
 
+import dev.panamax.collectives.Topology;
+
 /**
  * BlueConnect (paper 000): all-reduce decomposed into one reduce-scatter and one all-gather stage
  * per network level of the topology, |P| = p0 * p1 * ... * pk, each level choosing recursive
@@ -17,18 +19,23 @@ public final class BlueConnect extends Hierarchical {
     }
 
     @Override
-    Kind levelKind(dev.panamax.collectives.Topology t, int fanout) {
+    Kind levelKind(Topology t, int fanout) {
         if (activeLevels(t).size() <= 1) {
             return Kind.RING; // no feasible decomposition: the one-level ring (section 3.4)
         }
-        return SchedulePatterns.isPowerOfTwo(fanout) ? Kind.RHD : Kind.RING;
+        return Costs.isPowerOfTwo(fanout) ? Kind.RHD : Kind.RING;
     }
 
     @Override
-    String describe(dev.panamax.collectives.Topology t) {
+    String describe(Topology t) {
         if (activeLevels(t).size() <= 1) {
             return name() + "(no hierarchy: one-level ring over " + t.size() + ")";
         }
         return super.describe(t);
+    }
+
+    @Override
+    String equation(int activeLevels) {
+        return activeLevels > 1 ? "(eq. 9)" : "(eq. 6: no hierarchy, one-level ring)";
     }
 }

@@ -65,4 +65,28 @@ public final class Butterfly extends SingleCollectiveAlgorithm {
         Slice other = new Slice(theirs, 0, c);
         b.reduce(Slice.recv(0, c), partnerLower ? other : mine, partnerLower ? mine : other);
     }
+
+    /** lg(p') whole-vector exchanges, each on the level its pairs cross, plus the fold and unfold. */
+    @Override
+    public Prediction predict(Problem p) {
+        Network net = new Network(p.topology());
+        int n = p.size();
+        double m = p.byteSize();
+        int pp = Integer.highestOneBit(n);
+        int[] g = SchedulePatterns.foldedGroup(n);
+        double t = 0;
+        int rounds = 0;
+        for (int mask = 1; mask < pp; mask <<= 1, rounds++) {
+            int l = net.maskLevel(g, mask);
+            t += net.alpha(l) + m / net.w(l);
+        }
+        String formula = "lg(p')*(alpha + N/w), p'=" + pp + ": " + rounds + " whole-vector swaps of " + Costs.bytes(m);
+        double sent = rounds * m;
+        if (pp != n) {
+            t += 2 * Costs.foldTime(net, n, m);
+            formula += " + fold/unfold 2*(alpha + N/w)";
+            sent += m;
+        }
+        return new Prediction(t, formula, sent);
+    }
 }

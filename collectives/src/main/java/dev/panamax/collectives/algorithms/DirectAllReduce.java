@@ -1,5 +1,6 @@
 package dev.panamax.collectives.algorithms;
 
+import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.Collective;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
@@ -46,5 +47,32 @@ public final class DirectAllReduce extends SingleCollectiveAlgorithm {
         }
         b.finish(Slice.recv(0, c), n);
         return b.build();
+    }
+
+    /** One stage, but n-1 messages each way, each paying the per-message latency. */
+    @Override
+    public Prediction predict(Problem p) {
+        Network net = new Network(p.topology());
+        int n = p.size();
+        double m = p.byteSize();
+        Topology t = p.topology();
+        double sum = 0;
+        long inner = 1;
+        int g = net.outer();
+        StringBuilder f = new StringBuilder();
+        for (int i = 0; i < t.levels(); i++) {
+            long upTo = inner * t.fanout(i);
+            long peers = upTo - inner;
+            if (peers > 0) {
+                sum += peers * m / net.w(i);
+                f.append(" + ").append(peers).append("*").append(Costs.bytes(m)).append("/").append(Costs.bw(net.w(i)));
+            }
+            inner = upTo;
+        }
+        // The per-message overhead (posting, polling, the peer being scheduled) is paid n-1 times,
+        // which is what makes recursive doubling better than the direct exchange on busy CPUs from
+        // 4 ranks on.
+        return new Prediction((n - 1) * net.alpha(g) + sum, "(n-1)*alpha + (n-1)*N/w: " + (n - 1) + "*" + Costs.secs(net.alpha(g)) + f,
+                (n - 1) * m);
     }
 }

@@ -29,4 +29,13 @@ public final class DisseminationBarrier extends SingleCollectiveAlgorithm {
         }
         return b.build();
     }
+
+    /** ceil(lg n) rounds of empty messages. */
+    @Override
+    public Prediction predict(Problem p) {
+        Network net = new Network(p.topology());
+        int g = net.outer();
+        int rounds = Costs.ceilLg(p.size());
+        return new Prediction(rounds * net.alpha(g), "ceil(lg n)*alpha = " + rounds + "*" + Costs.secs(net.alpha(g)), 0);
+    }
 }

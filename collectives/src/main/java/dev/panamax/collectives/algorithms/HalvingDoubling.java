@@ -1,5 +1,6 @@
 package dev.panamax.collectives.algorithms;
 
+import dev.panamax.collectives.Collective;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.collectives.schedule.ScheduleBuilder;
@@ -25,7 +26,7 @@ public final class HalvingDoubling implements Algorithm {
     public String unsupported(Problem p) {
         return switch (p.collective()) {
             case ALL_REDUCE -> null;
-            case REDUCE_SCATTER, ALL_GATHER -> SchedulePatterns.isPowerOfTwo(p.size()) ? null
+            case REDUCE_SCATTER, ALL_GATHER -> Costs.isPowerOfTwo(p.size()) ? null
                     : "rhd " + p.collective().label() + " needs a power-of-two rank count, not " + p.size() + " (ring works for any)";
             default -> "rhd has no " + p.collective().label();
         };
@@ -154,6 +155,40 @@ public final class HalvingDoubling implements Algorithm {
                 } else {
                     b.recv(r + 1, Slice.recv(0, c));
                 }
+            }
+        }
+    }
+
+    /**
+     * Eq. 2 of [BlueConnect] round by round, each round on the level its pairs cross; a rank count
+     * that is not a power of two adds the fold and unfold of the whole vector.
+     */
+    @Override
+    public Prediction predict(Problem p) {
+        Network net = new Network(p.topology());
+        int n = p.size();
+        double m = p.byteSize();
+        switch (p.collective()) {
+            case REDUCE_SCATTER, ALL_GATHER -> {
+                StringBuilder f = new StringBuilder();
+                double t = Costs.halvingRounds(net, SchedulePatterns.all(n), m, p.collective() == Collective.REDUCE_SCATTER, f);
+                return new Prediction(t, "T_c(" + n + ", " + n + "*" + Costs.bytes(m) + ") per round (eq. 2): " + f, (n - 1) * m);
+            }
+            case ALL_REDUCE -> {
+                int pp = Integer.highestOneBit(n);
+                StringBuilder f = new StringBuilder();
+                double t = 2 * Costs.halvingRounds(net, SchedulePatterns.foldedGroup(n), m / pp, true, f);
+                String formula = "2*T_c(" + pp + ", " + Costs.bytes(m) + ") per round (eq. 2): 2*[" + f + "]";
+                double sent = 2.0 * (pp - 1) / pp * m;
+                if (pp != n) {
+                    t += 2 * Costs.foldTime(net, n, m);
+                    formula += " + fold/unfold 2*(alpha + N/w)";
+                    sent += m;
+                }
+                return new Prediction(t, formula, sent);
+            }
+            default -> {
+                return null;
             }
         }
     }

@@ -119,4 +119,36 @@ abstract class Hierarchical implements Algorithm {
         }
         return b.build();
     }
+
+    /** Per active level a reduce-scatter on the part left, then the all-gathers in reverse: eq. 9 of [BlueConnect]. */
+    @Override
+    public Prediction predict(Problem p) {
+        Topology t = p.topology();
+        Network net = new Network(t);
+        List<Integer> active = activeLevels(t);
+        double part = p.byteSize();
+        double time = 0;
+        double sent = 0;
+        StringJoiner f = new StringJoiner(" + ");
+        f.setEmptyValue("0");
+        for (int level : active) {
+            int pi = t.fanout(level);
+            boolean rhd = levelKind(t, pi) == Kind.RHD;
+            double a = net.alpha(level);
+            double w = net.w(level);
+            time += 2 * (rhd ? Costs.halvingDoublingPhaseTime(pi, part, a, w) : Costs.ringPhaseTime(pi, part, a, w));
+            sent += 2.0 * (pi - 1) / pi * part;
+            f.add("2*" + (rhd ? "T_c(" : "T_r(") + pi + ", " + Costs.bytes(part) + ", " + Costs.secs(a) + ", " + Costs.bw(w) + ")");
+            part /= pi;
+        }
+        return new Prediction(time, f + " " + equation(active.size()), sent);
+    }
+
+    /** Which of the paper's equations the prediction is, for {@code activeLevels} levels of fan-out above 1. */
+    abstract String equation(int activeLevels);
+
+    @Override
+    public boolean followsTopology() {
+        return true;
+    }
 }

@@ -1,5 +1,7 @@
 package dev.panamax.collectives.algorithms;
 
+import dev.panamax.collectives.Topology;
+
 /**
  * Multi-dimensional ring all-reduce (PowerAI DDL, paper 001): the ranks form a box d1 * ... * dm
  * (the topology's levels) and the all-reduce runs a ring reduce-scatter along each dimension in
@@ -16,7 +18,12 @@ public final class MultiDimRing extends Hierarchical {
     }
 
     @Override
-    Kind levelKind(dev.panamax.collectives.Topology t, int fanout) {
+    Kind levelKind(Topology t, int fanout) {
         return Kind.RING;
+    }
+
+    @Override
+    String equation(int activeLevels) {
+        return "(eq. 9 with T_r at every level)";
     }
 }

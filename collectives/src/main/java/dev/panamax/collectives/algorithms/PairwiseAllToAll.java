@@ -36,4 +36,14 @@ public final class PairwiseAllToAll extends SingleCollectiveAlgorithm {
         }
         return b.build();
     }
+
+    /** n-1 exchanges of one block each, on the outermost level. */
+    @Override
+    public Prediction predict(Problem p) {
+        Network net = new Network(p.topology());
+        int g = net.outer();
+        double c = p.byteSize();
+        return new Prediction((p.size() - 1) * (net.alpha(g) + c / net.w(g)), "(n-1)*(alpha + C/w) = " + (p.size() - 1) + "*("
+                + Costs.secs(net.alpha(g)) + " + " + Costs.bytes(c) + "/" + Costs.bw(net.w(g)) + ")", (p.size() - 1) * c);
+    }
 }

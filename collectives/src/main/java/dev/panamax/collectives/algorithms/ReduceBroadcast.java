@@ -116,4 +116,22 @@ public final class ReduceBroadcast implements Algorithm {
             }
         }
     }
+
+    /** Binomial trees: ceil(lg n) whole-vector steps each way, on the outermost level. */
+    @Override
+    public Prediction predict(Problem p) {
+        Network net = new Network(p.topology());
+        int n = p.size();
+        int g = net.outer();
+        double m = p.byteSize();
+        int d = Costs.ceilLg(n);
+        double one = d * (net.alpha(g) + m / net.w(g));
+        String step = d + "*(" + Costs.secs(net.alpha(g)) + " + " + Costs.bytes(m) + "/" + Costs.bw(net.w(g)) + ")";
+        return switch (p.collective()) {
+            case ALL_REDUCE -> new Prediction(2 * one, "binomial reduce + broadcast: 2*ceil(lg n)*(alpha + N/w) = 2*" + step, d * m);
+            case REDUCE -> new Prediction(one, "binomial reduce: ceil(lg n)*(alpha + N/w) = " + step, m);
+            case BROADCAST -> new Prediction(one, "binomial broadcast: ceil(lg n)*(alpha + N/w) = " + step, d * m);
+            default -> null;
+        };
+    }
 }

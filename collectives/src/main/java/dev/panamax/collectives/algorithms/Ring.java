@@ -167,4 +167,36 @@ public final class Ring implements Algorithm {
             }
         }
     }
+
+    /**
+     * Eq. 1 and 6 of [BlueConnect] with the latency and bandwidth of the outermost level the ring
+     * crosses; reduce adds the gather at the root, broadcast is a pipelined chain.
+     */
+    @Override
+    public Prediction predict(Problem p) {
+        Network net = new Network(p.topology());
+        int n = p.size();
+        int g = net.outer();
+        double a = net.alpha(g);
+        double w = net.w(g);
+        double m = p.byteSize();
+        String aw = Costs.secs(a) + ", " + Costs.bw(w);
+        return switch (p.collective()) {
+            case ALL_REDUCE -> new Prediction(2 * Costs.ringPhaseTime(n, m, a, w),
+                    "2*T_r(" + n + ", " + Costs.bytes(m) + ", " + aw + ") (eq. 6)", 2.0 * (n - 1) / n * m);
+            case REDUCE_SCATTER, ALL_GATHER -> new Prediction(Costs.ringPhaseTime(n, n * m, a, w),
+                    "T_r(" + n + ", " + n + "*" + Costs.bytes(m) + ", " + aw + ") (eq. 1)", (n - 1) * m);
+            case REDUCE -> new Prediction(Costs.ringPhaseTime(n, m, a, w) + a + (double) (n - 1) / n * m / w,
+                    "T_r(" + n + ", " + Costs.bytes(m) + ", " + aw + ") (eq. 1) + gather at root: alpha + (n-1)/n*N/w", m);
+            case BROADCAST -> {
+                long piece = Math.max(1, BROADCAST_PIECE_BYTES / p.elementBytes());
+                long pieces = (p.count() + piece - 1) / piece;
+                double hops = pieces + n - 2;
+                double s = m / pieces;
+                yield new Prediction(hops * (a + s / w), "chain of " + pieces + " piece(s): (pieces+n-2)*(alpha + N/pieces/w) = "
+                        + (long) hops + "*(" + Costs.secs(a) + " + " + Costs.bytes(s) + "/" + Costs.bw(w) + ")", m);
+            }
+            default -> null;
+        };
+    }
 }

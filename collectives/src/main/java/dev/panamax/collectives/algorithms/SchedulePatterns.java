@@ -165,12 +165,8 @@ public final class SchedulePatterns {
         b.stage("finish").finish(Slice.recv(0, count), 1);
     }
 
-    static boolean isPowerOfTwo(int p) {
-        return p > 0 && Integer.bitCount(p) == 1;
-    }
-
     private static void requirePowerOfTwo(int p) {
-        if (!isPowerOfTwo(p)) {
+        if (!Costs.isPowerOfTwo(p)) {
             throw new IllegalArgumentException("recursive halving/doubling needs a power-of-two group, not " + p);
         }
     }

@@ -6,6 +6,7 @@ import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.GpuBackend;
 import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.collectives.algorithms.Algorithms;
 import dev.panamax.collectives.internal.device.DeviceBackend;
 import dev.panamax.collectives.internal.device.NcclBackend;
 import dev.panamax.collectives.internal.device.StagesBackend;
@@ -46,7 +47,7 @@ public final class GpuCommunicator implements AutoCloseable {
     private GpuCommunicator(DeviceBackend<DeviceMemory> engine, GpuBackend backend) {
         this.engine = engine;
         this.backend = backend;
-        this.algorithm = backend == GpuBackend.NCCL ? "nccl" : "ring";
+        this.algorithm = backend == GpuBackend.NCCL ? "nccl" : Algorithms.RING;
     }
 
     /** Own stages over {@code host}: every rank calls it with its own context (one device or several). */
@@ -91,7 +92,7 @@ public final class GpuCommunicator implements AutoCloseable {
      * takes only {@code nccl}: NCCL chooses its algorithms itself ({@code NCCL_ALGO}).
      */
     public void setAlgorithm(String name) {
-        boolean ok = backend == GpuBackend.NCCL ? name.equals("nccl") : name.equals("ring") || name.equals("rhd");
+        boolean ok = backend == GpuBackend.NCCL ? name.equals("nccl") : name.equals(Algorithms.RING) || name.equals(Algorithms.HALVING_DOUBLING);
         if (!ok) {
             throw new IllegalArgumentException(backend == GpuBackend.NCCL
                     ? "the NCCL backend chooses its own algorithms; setAlgorithm takes only 'nccl', not '" + name + "'"
@@ -127,7 +128,7 @@ public final class GpuCommunicator implements AutoCloseable {
 
     /** Copies root's {@code send} into every rank's {@code recv} (own stages: a pipelined ring chain). */
     public void broadcast(DeviceMemory send, DeviceMemory recv, long count, DataType type, int root) {
-        engine.run(Collective.BROADCAST, backend == GpuBackend.NCCL ? "nccl" : "ring", send, recv, count, type, ReduceOp.SUM, root);
+        engine.run(Collective.BROADCAST, backend == GpuBackend.NCCL ? "nccl" : Algorithms.RING, send, recv, count, type, ReduceOp.SUM, root);
     }
 
     /**

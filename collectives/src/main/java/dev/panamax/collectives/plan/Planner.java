@@ -5,6 +5,8 @@ import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.algorithms.Algorithm;
 import dev.panamax.collectives.algorithms.Algorithms;
+import dev.panamax.collectives.algorithms.Costs;
+import dev.panamax.collectives.algorithms.Prediction;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.memory.DataType;
@@ -16,26 +18,21 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
-import java.util.Set;
 
 /**
- * Chooses the algorithm for {@code -a auto} by the cost model: every registered algorithm that can
- * run the problem and has a model in {@link CostModel#predict} is a candidate, the hierarchical
- * ones ({@link #HIERARCHICAL}) once per factorization of the topology ({@link #factorizations}),
- * and the fastest predicted one wins.
+ * Chooses the algorithm for {@code -a auto}: every registered algorithm that can run the problem
+ * and predicts its time ({@link Algorithm#predict}, plus the compute term of {@link CostModel}) is
+ * a candidate, those that follow the topology ({@link Algorithm#followsTopology}) once per
+ * factorization of it ({@link #factorizations}), and the fastest predicted one wins. An
+ * algorithm registered at run time with {@link Algorithms#register} is weighed like the built-in
+ * ones.
  *
  * <p>Deterministic: the same problem gives the same answer on every rank. Times equal to 9
- * significant digits tie, and ties go to the first in {@link #TIE_ORDER} (the simpler, flat
- * algorithms first), then to the coarsest-last factorization order of {@link #factorizations}.
+ * significant digits tie, and ties go to the algorithm registered first (the built-in ones are
+ * registered simpler, flat ones first), then to the coarsest-last factorization order of
+ * {@link #factorizations}.
  */
 public final class Planner {
-    /** Algorithms whose schedule follows the topology's levels, tried on every factorization. */
-    public static final Set<String> HIERARCHICAL = Set.of("blueconnect", "mdring", "two-level");
-
-    /** Preference among candidates with the same predicted time; unlisted names come after, by registry order. */
-    public static final List<String> TIE_ORDER = List.of("ring", "rhd", "butterfly", "direct", "blueconnect", "mdring", "two-level",
-            "reduce-bcast", "pairwise", "dissemination");
-
     private Planner() {
     }
 
@@ -109,27 +106,20 @@ public final class Planner {
 
     /** Every candidate the planner weighed, fastest first (the order {@link #choose} uses). */
     public static List<Candidate> candidates(Problem problem) {
-        List<String> names = Algorithms.names();
+        List<Algorithm> algorithms = Algorithms.all();
         List<Ranked> ranked = new ArrayList<>();
         List<Topology> factorizations = factorizations(problem.topology());
-        for (int ai = 0; ai < names.size(); ai++) {
-            String name = names.get(ai);
-            if (!CostModel.models(name, problem.collective())) {
-                continue;
-            }
-            Algorithm a = Algorithms.get(name);
-            List<Topology> tops = HIERARCHICAL.contains(name) ? factorizations : List.of(problem.topology());
+        for (int ai = 0; ai < algorithms.size(); ai++) {
+            Algorithm a = algorithms.get(ai);
+            List<Topology> tops = a.followsTopology() ? factorizations : List.of(problem.topology());
             for (int fi = 0; fi < tops.size(); fi++) {
                 Topology t = tops.get(fi);
-                Problem p = t.equals(problem.topology()) ? problem : new Problem(problem.collective(), problem.rank(), problem.size(),
-                        problem.count(), problem.elementBytes(), problem.root(), t);
-                if (a.unsupported(p) != null) {
+                Problem p = t.equals(problem.topology()) ? problem : problem.on(t);
+                if (!CostModel.hasModel(a, p)) {
                     continue;
                 }
-                CostModel.Prediction pr = CostModel.predict(name, p);
-                int tie = TIE_ORDER.indexOf(name);
-                ranked.add(new Ranked(new Candidate(name, t, pr.seconds(), pr.formula()), quantize(pr.seconds()),
-                        tie >= 0 ? tie : TIE_ORDER.size() + ai, fi));
+                Prediction pr = CostModel.predict(a, p);
+                ranked.add(new Ranked(new Candidate(a.name(), t, pr.seconds(), pr.formula()), quantize(pr.seconds()), ai, fi));
             }
         }
         ranked.sort(Comparator.comparingDouble(Ranked::key).thenComparingInt(Ranked::tie).thenComparingInt(Ranked::factorization));
@@ -154,14 +144,14 @@ public final class Planner {
         int wf = "factorization".length();
         for (Candidate x : c) {
             wa = Math.max(wa, x.algorithm().length());
-            wf = Math.max(wf, CostModel.fanouts(x.topology()).length());
+            wf = Math.max(wf, Costs.fanouts(x.topology()).length());
         }
         String row = "%-2s%-" + wa + "s  %-" + wf + "s  %12s  %s%n";
         b.append(String.format(Locale.ROOT, row, "", "algorithm", "factorization", "predicted", "formula"));
         for (int i = 0; i < c.size(); i++) {
             Candidate x = c.get(i);
-            b.append(String.format(Locale.ROOT, row, i == 0 ? "*" : "", x.algorithm(), CostModel.fanouts(x.topology()),
-                    CostModel.secs(x.predictedSeconds()), x.formula()));
+            b.append(String.format(Locale.ROOT, row, i == 0 ? "*" : "", x.algorithm(), Costs.fanouts(x.topology()),
+                    Costs.secs(x.predictedSeconds()), x.formula()));
         }
         if (c.isEmpty()) {
             b.append("(no algorithm with a cost model can run this)\n");

@@ -1,14 +1,13 @@
 package dev.panamax.collectives.schedule;
 
-import dev.panamax.collectives.algorithms.Algorithm;
-
 import java.util.Arrays;
 import java.util.List;
 
 /**
  * The immutable plan one rank follows for one collective: stages of steps on slices of its send,
- * receive and scratch buffers. Built by an {@link Algorithm}, run by the communicator's executor,
- * checked by the {@link Simulator}, printed by {@code panamax-perf --print-schedule}.
+ * receive and scratch buffers. Built by an algorithm (package {@code algorithms}), run by the
+ * communicator's executor, checked by the {@link Simulator}, printed by
+ * {@code panamax-perf --print-schedule}.
  *
  * @param algorithm     the algorithm's name, with details (a factorization, per-level choices)
  * @param scratchCounts the element count of each scratch buffer ({@code tmp0, tmp1, ...})

@@ -1,7 +1,6 @@
 package dev.panamax.collectives.schedule;
 
 import dev.panamax.collectives.Collective;
-import dev.panamax.collectives.algorithms.Algorithm;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -9,6 +8,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 import java.util.function.IntFunction;
 
 /**
@@ -35,11 +35,14 @@ public final class Simulator {
         }
     }
 
-    /** Builds every rank's schedule with {@code algorithm} and checks them, out of place and in place. */
-    public static void verify(Algorithm algorithm, Problem problem) {
+    /**
+     * Builds every rank's schedule with {@code builder} (an algorithm's {@code build}) and checks
+     * them, out of place and in place.
+     */
+    public static void verify(Function<Problem, Schedule> builder, Problem problem) {
         List<Schedule> all = new ArrayList<>();
         for (int r = 0; r < problem.size(); r++) {
-            all.add(algorithm.build(problem.atRank(r)));
+            all.add(builder.apply(problem.atRank(r)));
         }
         verify(all, false);
         if (problem.collective() != Collective.BARRIER && problem.collective() != Collective.ALL_TO_ALL) {

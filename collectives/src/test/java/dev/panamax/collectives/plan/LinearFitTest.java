@@ -52,8 +52,8 @@ class LinearFitTest {
         double[] one = new double[SIZES.length];
         double[] two = new double[SIZES.length];
         for (int i = 0; i < SIZES.length; i++) {
-            one[i] = CostModel.allReduce(a, b, SIZES[i]);
-            two[i] = CostModel.simultaneousAllReduces(a, b, 1.5, SIZES[i]);
+            one[i] = PaperFormulas.allReduce(a, b, SIZES[i]);
+            two[i] = PaperFormulas.simultaneousAllReduces(a, b, 1.5, SIZES[i]);
         }
         LinearFit.Contention c = LinearFit.contention(SIZES, one, two);
         assertEquals(1.5, c.gamma(), 1e-9);

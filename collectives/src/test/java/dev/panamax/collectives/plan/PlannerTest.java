@@ -1,11 +1,22 @@
 package dev.panamax.collectives.plan;
 
 import dev.panamax.collectives.Collective;
+import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.Panamax;
 import dev.panamax.collectives.Topology;
+import dev.panamax.collectives.algorithms.Algorithm;
 import dev.panamax.collectives.algorithms.Algorithms;
+import dev.panamax.collectives.algorithms.Costs;
+import dev.panamax.collectives.algorithms.Prediction;
 import dev.panamax.collectives.schedule.Problem;
+import dev.panamax.collectives.schedule.Schedule;
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
 import org.junit.jupiter.api.Test;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -50,8 +61,8 @@ class PlannerTest {
     void hierarchicalAlgorithmsAreWeighedOnEveryFactorization() {
         Topology t = Topology.parse("3x2x2:bw=5G,100M,10M:alpha=1us,20us,50us");
         List<Candidate> all = Planner.candidates(problem(Collective.ALL_REDUCE, 1 << 18, 4, t));
-        for (String name : Planner.HIERARCHICAL) {
-            List<String> shapes = all.stream().filter(c -> c.algorithm().equals(name)).map(c -> CostModel.fanouts(c.topology())).sorted().toList();
+        for (String name : Algorithms.all().stream().filter(Algorithm::followsTopology).map(Algorithm::name).toList()) {
+            List<String> shapes = all.stream().filter(c -> c.algorithm().equals(name)).map(c -> Costs.fanouts(c.topology())).sorted().toList();
             assertEquals(List.of("12", "3x2x2", "3x4", "6x2"), shapes, name);
         }
         assertEquals(1, all.stream().filter(c -> c.algorithm().equals("ring")).count());
@@ -69,7 +80,7 @@ class PlannerTest {
         assertEquals(t, f.get(0));
         List<String> shapes = new ArrayList<>();
         for (Topology x : f) {
-            shapes.add(CostModel.fanouts(x));
+            shapes.add(Costs.fanouts(x));
             for (int pos = 0; pos < 12; pos++) {
                 assertEquals(t.rankAt(pos), x.rankAt(pos));
             }
@@ -136,5 +147,91 @@ class PlannerTest {
         assertTrue(table.contains("algorithm") && table.contains("factorization") && table.contains("blueconnect") && table.contains("6x2"),
                 table);
         assertTrue(table.lines().anyMatch(l -> l.startsWith("* " + c.get(0).algorithm())), table);
+    }
+
+    /** The ring under another name, predicting {@code factor} times the ring's time. */
+    private static final class ScaledRing implements Algorithm {
+        final String name;
+        final double factor;
+        final Algorithm ring = Algorithms.get(Algorithms.RING);
+
+        ScaledRing(String name, double factor) {
+            this.name = name;
+            this.factor = factor;
+        }
+
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
+        public String unsupported(Problem problem) {
+            return problem.collective() == Collective.ALL_REDUCE ? ring.unsupported(problem) : name + " has only allreduce";
+        }
+
+        @Override
+        public Schedule build(Problem problem) {
+            Schedule s = ring.build(problem);
+            return new Schedule(s.problem(), name, s.scratchCounts(), s.stages());
+        }
+
+        @Override
+        public Prediction predict(Problem problem) {
+            Prediction p = ring.predict(problem);
+            return new Prediction(p.seconds() * factor, factor + " * (" + p.formula() + ")", p.bytesPerRank());
+        }
+    }
+
+    @Test
+    void anAlgorithmRegisteredAtRunTimeIsChosenByAutoWhenItPredictsTheLeast() {
+        Problem p = problem(Collective.ALL_REDUCE, 1 << 20, 4, Topology.flat(4));
+        String before = Planner.choose(p).algorithm();
+        ScaledRing slow = new ScaledRing("test-slow-ring", 100);
+        ScaledRing fast = new ScaledRing("test-fast-ring", 0.01);
+        Algorithms.register(slow);
+        try {
+            assertEquals(before, Planner.choose(p).algorithm(), "a slower prediction must not win");
+            assertTrue(Planner.candidates(p).stream().anyMatch(c -> c.algorithm().equals(slow.name)), "weighed all the same");
+            Algorithms.register(fast);
+            assertEquals(fast.name, Planner.choose(p).algorithm());
+            assertTrue(Planner.explain(p).lines().anyMatch(l -> l.startsWith("* " + fast.name)), Planner.explain(p));
+
+            // A communicator on auto runs it, and the result is right.
+            List<Communicator> comms = Panamax.local(3);
+            try {
+                assertEquals(fast.name, Planner.scheduleFor(comms.get(0), Collective.ALL_REDUCE, 1000, DataType.FLOAT32, 0).algorithm());
+                List<Thread> threads = new ArrayList<>();
+                float[][] got = new float[3][];
+                for (Communicator c : comms) {
+                    threads.add(Thread.ofPlatform().start(() -> {
+                        try (Arena arena = Arena.ofConfined()) {
+                            MemorySegment buf = arena.allocate(4L * 1000, 64);
+                            for (int i = 0; i < 1000; i++) {
+                                buf.setAtIndex(ValueLayout.JAVA_FLOAT, i, c.rank() + i);
+                            }
+                            c.allReduce(buf, 1000, DataType.FLOAT32, ReduceOp.SUM);
+                            got[c.rank()] = buf.toArray(ValueLayout.JAVA_FLOAT);
+                        }
+                    }));
+                }
+                for (Thread t : threads) {
+                    t.join(60_000);
+                }
+                for (float[] g : got) {
+                    for (int i = 0; i < 1000; i++) {
+                        assertEquals(3 * i + 3, g[i], "element " + i);
+                    }
+                }
+            } finally {
+                comms.forEach(Communicator::close);
+            }
+        } catch (InterruptedException e) {
+            throw new AssertionError(e);
+        } finally {
+            Algorithms.unregister(fast.name);
+            Algorithms.unregister(slow.name);
+        }
+        assertEquals(before, Planner.choose(p).algorithm());
     }
 }

@@ -70,7 +70,7 @@ class SimulatorTest {
                                 for (int root : roots) {
                                     Problem p = new Problem(c, 0, n, count, 4, root, t);
                                     if (alg.unsupported(p) == null) {
-                                        Simulator.verify(alg, p);
+                                        Simulator.verify(alg::build, p);
                                         checked++;
                                     }
                                 }
@@ -116,7 +116,7 @@ class SimulatorTest {
     void blueConnectOnThePapersFigure4() {
         Topology t = Topology.parse("3x2x2");
         for (long count : new long[] {12, 100, 7, 1 << 12}) {
-            Simulator.verify(Algorithms.get("blueconnect"), new Problem(Collective.ALL_REDUCE, 0, 12, count, 4, 0, t));
+            Simulator.verify(Algorithms.get(Algorithms.BLUECONNECT)::build, new Problem(Collective.ALL_REDUCE, 0, 12, count, 4, 0, t));
         }
     }
 
@@ -138,7 +138,7 @@ class SimulatorTest {
             }
         };
         assertThrows(Simulator.ScheduleException.class,
-                () -> Simulator.verify(dropsLastStage, new Problem(Collective.ALL_REDUCE, 0, 4, 8, 4, 0, Topology.flat(4))));
+                () -> Simulator.verify(dropsLastStage::build, new Problem(Collective.ALL_REDUCE, 0, 4, 8, 4, 0, Topology.flat(4))));
 
         Algorithm countsTwice = new Algorithm() {
             public String name() {
@@ -159,7 +159,7 @@ class SimulatorTest {
             }
         };
         Simulator.ScheduleException e = assertThrows(Simulator.ScheduleException.class,
-                () -> Simulator.verify(countsTwice, new Problem(Collective.ALL_REDUCE, 0, 2, 4, 4, 0, Topology.flat(2))));
+                () -> Simulator.verify(countsTwice::build, new Problem(Collective.ALL_REDUCE, 0, 2, 4, 4, 0, Topology.flat(2))));
         assertTrue(e.getMessage().contains("twice"), e.getMessage());
 
         Algorithm deadlocks = new Algorithm() {
@@ -181,7 +181,7 @@ class SimulatorTest {
             }
         };
         e = assertThrows(Simulator.ScheduleException.class,
-                () -> Simulator.verify(deadlocks, new Problem(Collective.BROADCAST, 0, 2, 1, 4, 0, Topology.flat(2))));
+                () -> Simulator.verify(deadlocks::build, new Problem(Collective.BROADCAST, 0, 2, 1, 4, 0, Topology.flat(2))));
         assertTrue(e.getMessage().contains("deadlock"), e.getMessage());
     }
 }

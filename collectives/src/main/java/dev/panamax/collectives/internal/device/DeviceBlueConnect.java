@@ -7,6 +7,8 @@ import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.GpuBackend;
 import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.collectives.Topology;
+import dev.panamax.collectives.algorithms.Algorithms;
+import dev.panamax.collectives.algorithms.Costs;
 import dev.panamax.cuda.CudaContext;
 import dev.panamax.cuda.DeviceMemory;
 import dev.panamax.memory.DataType;
@@ -143,7 +145,7 @@ public final class DeviceBlueConnect<B> implements AutoCloseable {
                 }
                 GpuBackend backend = backends.get(i);
                 // as the host BlueConnect: halving/doubling for a power of two, else the ring
-                String algorithm = backend == GpuBackend.NCCL ? "nccl" : Integer.bitCount(fanout) == 1 ? "rhd" : "ring";
+                String algorithm = backend == GpuBackend.NCCL ? "nccl" : Costs.isPowerOfTwo(fanout) ? Algorithms.HALVING_DOUBLING : Algorithms.RING;
                 levels.add(new Level<>(i, group, coordinate, backend, algorithm, factory.create(g, i, backend)));
             }
         } catch (RuntimeException | Error e) {
