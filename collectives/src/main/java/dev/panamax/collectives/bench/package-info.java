@@ -1,0 +1,2 @@
+/** The GPU all-reduce benchmark (moving to the benchmark module). */
+package dev.panamax.collectives.bench;
