@@ -1,5 +1,7 @@
 package dev.panamax.verbs;
 
+import dev.panamax.memory.concurrent.IdleStrategies;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
@@ -46,7 +48,7 @@ final class RdmaTestSupport {
 
     /** Waits for exactly one completion and checks it succeeded. */
     static void awaitOne(CompletionQueue cq, WorkCompletions wcs) {
-        assertEquals(1, cq.await(wcs, TIMEOUT_NANOS, IdleStrategy.backoff()), "one completion");
+        assertEquals(1, cq.await(wcs, TIMEOUT_NANOS, IdleStrategies.backoff()), "one completion");
         wcs.requireSuccess(0);
     }
 

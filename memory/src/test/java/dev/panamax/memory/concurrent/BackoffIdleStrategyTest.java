@@ -1,7 +1,6 @@
-package dev.panamax.verbs.internal;
+package dev.panamax.memory.concurrent;
 
-import dev.panamax.verbs.IdleStrategy;
-import dev.panamax.verbs.internal.BackoffIdleStrategy.Phase;
+import dev.panamax.memory.concurrent.BackoffIdleStrategy.Phase;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -67,12 +66,27 @@ class BackoffIdleStrategyTest {
     }
 
     @Test
+    void plainIdleIsAnIdleWithoutWork() {
+        BackoffIdleStrategy s = new BackoffIdleStrategy(1, 1, 1, 10, 100);
+        s.idle();
+        assertEquals(Phase.SPIN_WAITING, s.phase());
+        s.idle();
+        s.idle();
+        assertEquals(Phase.PARKING, s.phase());
+    }
+
+    @Test
     void factories() {
-        IdleStrategy b = IdleStrategy.backoff();
+        IdleStrategy b = IdleStrategies.backoff();
         assertEquals(BackoffIdleStrategy.class, b.getClass());
         assertEquals(Phase.SPINNING, ((BackoffIdleStrategy) b).phase());
-        assertSame(IdleStrategy.busySpin(), IdleStrategy.busySpin());
-        IdleStrategy.busySpin().idle(0); // returns: a spin-wait hint only
-        IdleStrategy.busySpin().reset();
+        IdleStrategy custom = IdleStrategies.backoff(0, 0, 1, 10, 100);
+        assertEquals(Phase.YIELDING, ((BackoffIdleStrategy) custom).phase());
+        assertSame(IdleStrategies.busySpin(), IdleStrategies.busySpin());
+        IdleStrategies.busySpin().idle(0); // returns: a spin-wait hint only
+        IdleStrategies.busySpin().idle();
+        IdleStrategies.busySpin().reset();
+        assertEquals(TimedBackoffIdleStrategy.class, IdleStrategies.timedBackoff().getClass());
+        assertEquals(TimedBackoffIdleStrategy.class, IdleStrategies.timedBackoff(true).getClass());
     }
 }

@@ -1,6 +1,4 @@
-package dev.panamax.verbs.internal;
-
-import dev.panamax.verbs.IdleStrategy;
+package dev.panamax.memory.concurrent;
 
 /** Spins with {@link Thread#onSpinWait()}; stateless. */
 public final class BusySpinIdleStrategy implements IdleStrategy {

@@ -1,18 +1,23 @@
-package dev.panamax.verbs.internal;
-
-import dev.panamax.verbs.IdleStrategy;
+package dev.panamax.memory.concurrent;
 
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * Idles in four phases of growing cost: return at once, {@link Thread#onSpinWait()}, {@link Thread#yield()},
- * then {@link LockSupport#parkNanos} for a period that doubles from a minimum up to a cap. Work resets it.
+ * Idles in four phases of growing cost, counted in idles: return at once, {@link Thread#onSpinWait()},
+ * {@link Thread#yield()}, then {@link LockSupport#parkNanos} for a period that doubles from a minimum up to a
+ * cap (as Agrona's {@code BackoffIdleStrategy}). Work resets it. {@link IdleStrategies#backoff()} makes one
+ * with the defaults below.
  */
 public final class BackoffIdleStrategy implements IdleStrategy {
+    /** Idles that return at once. */
     public static final int DEFAULT_SPINS = 10;
+    /** Idles that call {@link Thread#onSpinWait()}. */
     public static final int DEFAULT_SPIN_WAITS = 20;
+    /** Idles that call {@link Thread#yield()}. */
     public static final int DEFAULT_YIELDS = 5;
+    /** The first park period: 1 us. */
     public static final long DEFAULT_MIN_PARK_NANOS = 1_000;
+    /** The cap of the doubling park period: 1 ms. */
     public static final long DEFAULT_MAX_PARK_NANOS = 1_000_000;
 
     /** The phases, in order. */
@@ -27,9 +32,19 @@ public final class BackoffIdleStrategy implements IdleStrategy {
     private int count;
     private long parkNanos;
 
+    /**
+     * @param spins        idles that return at once (a tight poll loop)
+     * @param spinWaits    idles that call {@link Thread#onSpinWait()}
+     * @param yields       idles that call {@link Thread#yield()}
+     * @param minParkNanos the first park period
+     * @param maxParkNanos the cap of the doubling park period
+     * @throws IllegalArgumentException when a phase length is negative or not {@code 1 <= minParkNanos <=
+     *                                  maxParkNanos}
+     */
     public BackoffIdleStrategy(int spins, int spinWaits, int yields, long minParkNanos, long maxParkNanos) {
         if (spins < 0 || spinWaits < 0 || yields < 0) {
-            throw new IllegalArgumentException("phase lengths must be >= 0: " + spins + ", " + spinWaits + ", " + yields);
+            throw new IllegalArgumentException("phase lengths must be >= 0: " + spins + ", " + spinWaits + ", "
+                    + yields);
         }
         if (minParkNanos < 1 || maxParkNanos < minParkNanos) {
             throw new IllegalArgumentException("need 1 <= minParkNanos <= maxParkNanos: " + minParkNanos + ", "
