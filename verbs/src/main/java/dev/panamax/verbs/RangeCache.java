@@ -1,4 +1,4 @@
-package dev.panamax.verbs.internal;
+package dev.panamax.verbs;
 
 import dev.panamax.memory.internal.Closer;
 
@@ -18,7 +18,7 @@ import java.util.function.Predicate;
  *
  * @param <V> the cached value, for example a memory region
  */
-public final class RangeCache<V> {
+final class RangeCache<V> {
     private record Entry<V>(long id, MemorySegment segment, V value) {
         boolean covers(long address, long byteSize) {
             long start = segment.address();
@@ -43,7 +43,7 @@ public final class RangeCache<V> {
      * @param release    frees a value the cache drops
      * @param maxEntries the most entries kept; the least recently used beyond that are released
      */
-    public RangeCache(Function<MemorySegment, V> create, Predicate<V> usable, Consumer<V> release, int maxEntries) {
+    RangeCache(Function<MemorySegment, V> create, Predicate<V> usable, Consumer<V> release, int maxEntries) {
         if (maxEntries < 1) {
             throw new IllegalArgumentException("maxEntries must be >= 1: " + maxEntries);
         }
@@ -59,7 +59,7 @@ public final class RangeCache<V> {
      *
      * @throws IllegalStateException when {@code segment} is not alive
      */
-    public V get(MemorySegment segment) {
+    V get(MemorySegment segment) {
         if (!segment.scope().isAlive()) {
             throw new IllegalStateException("segment of a closed arena: " + segment.byteSize() + " bytes at 0x"
                     + Long.toHexString(segment.address()));
@@ -89,7 +89,7 @@ public final class RangeCache<V> {
     }
 
     /** Drops and releases the entries whose segment died or whose value is no longer usable. */
-    public void dropUnusable() {
+    void dropUnusable() {
         Closer closer = new Closer();
         dropUnusable(closer);
         closer.rethrow();
@@ -107,7 +107,7 @@ public final class RangeCache<V> {
     }
 
     /** Releases every entry. */
-    public void clear() {
+    void clear() {
         Closer closer = new Closer();
         for (Map.Entry<Long, Entry<V>> e : entries.entrySet()) {
             closer.run(() -> release.accept(e.getValue().value));
@@ -116,20 +116,20 @@ public final class RangeCache<V> {
         closer.rethrow();
     }
 
-    public int size() {
+    int size() {
         return entries.size();
     }
 
-    public long hits() {
+    long hits() {
         return hits;
     }
 
-    public long misses() {
+    long misses() {
         return misses;
     }
 
     /** Entries dropped: beyond {@code maxEntries}, or no longer usable. */
-    public long evictions() {
+    long evictions() {
         return evictions;
     }
 }

@@ -1,4 +1,4 @@
-package dev.panamax.verbs.internal;
+package dev.panamax.verbs;
 
 import org.junit.jupiter.api.Test;
 
