@@ -1,32 +1,34 @@
-package dev.panamax.cuda.internal;
+package dev.panamax.cuda;
 
 import dev.panamax.bindings.cuda.cuda_h;
 import dev.panamax.bindings.cuda.support.CudaMacros;
-import dev.panamax.cuda.CudaException;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-/** Error checking and the current-context rule. */
-public final class Driver {
-    private Driver() {
+/**
+ * What the classes of this package share around their driver calls: error checking and the exceptions, the
+ * current-context rule, the legacy-stream wait of the synchronous copies, and address formatting.
+ */
+final class CudaCalls {
+    private CudaCalls() {
     }
 
     /** Throws a {@link CudaException} for {@code call} when {@code rc} is not {@code CUDA_SUCCESS}. */
-    public static void check(int rc, String call) {
+    static void check(int rc, String call) {
         if (rc != 0) {
             throw error(call, rc);
         }
     }
 
     /** The exception for a failed call, named with the driver's table. */
-    public static CudaException error(String call, int code) {
+    static CudaException error(String call, int code) {
         return error(call, code, ErrorNames.DRIVER);
     }
 
     /** The exception for a failed call, named with {@code names}; unknown codes keep their number. */
-    public static CudaException error(String call, int code, ErrorNames names) {
+    static CudaException error(String call, int code, ErrorNames names) {
         String name = names.name(code);
         String description = names.description(code);
         return new CudaException(call, code, name != null ? name : "CUresult " + code,
@@ -37,7 +39,7 @@ public final class Driver {
      * Makes {@code context} current on the calling thread. Every call that needs a context makes its owner's
      * context current first: threads share contexts and another library may have changed the current one.
      */
-    public static void setCurrent(MemorySegment context) {
+    static void setCurrent(MemorySegment context) {
         int rc = cuda_h.cuCtxSetCurrent(context);
         if (rc != 0) {
             throw error("cuCtxSetCurrent(" + hex(context.address()) + ")", rc);
@@ -45,12 +47,12 @@ public final class Driver {
     }
 
     /** Waits for the work queued on the legacy default stream, which the synchronous copies use. */
-    public static void synchronizeLegacyStream() {
+    static void synchronizeLegacyStream() {
         check(cuda_h.cuStreamSynchronize(CudaMacros.CU_STREAM_LEGACY), "cuStreamSynchronize(CU_STREAM_LEGACY)");
     }
 
     /** {@code 0x...}. */
-    public static String hex(long address) {
+    static String hex(long address) {
         return "0x" + Long.toHexString(address);
     }
 
@@ -58,7 +60,7 @@ public final class Driver {
      * The size of the allocation that contains {@code address} ({@code cuMemGetAddressRange_v2}), and its
      * base in {@code base[0]}.
      */
-    public static long allocationRange(long address, long[] base) {
+    static long allocationRange(long address, long[] base) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pbase = arena.allocate(ValueLayout.JAVA_LONG);
             MemorySegment psize = arena.allocate(ValueLayout.JAVA_LONG);

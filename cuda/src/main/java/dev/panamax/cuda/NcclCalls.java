@@ -1,14 +1,13 @@
-package dev.panamax.cuda.internal;
+package dev.panamax.cuda;
 
 import dev.panamax.bindings.nccl.nccl_h;
-import dev.panamax.cuda.NcclException;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
 import java.lang.foreign.MemorySegment;
 
 /** NCCL result names, error construction and the type and operator mappings. None of these loads libnccl. */
-public final class NcclCalls {
+final class NcclCalls {
     /** {@code ncclResult_t} names by value, as in nccl.h. */
     private static final String[] RESULT_NAMES = {
             "ncclSuccess", "ncclUnhandledCudaError", "ncclSystemError", "ncclInternalError",
@@ -21,12 +20,12 @@ public final class NcclCalls {
     }
 
     /** The name of an {@code ncclResult_t}, for example {@code ncclInvalidUsage}; unknown codes keep their number. */
-    public static String resultName(int code) {
+    static String resultName(int code) {
         return code >= 0 && code < RESULT_NAMES.length ? RESULT_NAMES[code] : "ncclResult_t " + code;
     }
 
     /** The {@code ncclDataType_t} of a data type. Every {@link DataType} has one. */
-    public static int dataType(DataType type) {
+    static int dataType(DataType type) {
         return switch (type) {
             case FLOAT32 -> nccl_h.ncclFloat32();
             case FLOAT64 -> nccl_h.ncclFloat64();
@@ -40,7 +39,7 @@ public final class NcclCalls {
     }
 
     /** The {@code ncclRedOp_t} of an operator ({@link ReduceOp#AVG} is {@code ncclAvg}, NCCL 2.10 and later). */
-    public static int redOp(ReduceOp op) {
+    static int redOp(ReduceOp op) {
         return switch (op) {
             case SUM -> nccl_h.ncclSum();
             case PROD -> nccl_h.ncclProd();
@@ -51,18 +50,18 @@ public final class NcclCalls {
     }
 
     /** The exception for {@code call} returning (or reporting) {@code code}, with NCCL's strings for it. */
-    public static NcclException error(String call, int code, MemorySegment comm) {
+    static NcclException error(String call, int code, MemorySegment comm) {
         return new NcclException(call, code, resultName(code), errorString(code), lastError(comm), false);
     }
 
     /** The exception for an operation still {@code ncclInProgress} when its time ran out. */
-    public static NcclException timeout(String call, MemorySegment comm) {
+    static NcclException timeout(String call, MemorySegment comm) {
         int code = nccl_h.ncclInProgress();
         return new NcclException(call, code, resultName(code), errorString(code), lastError(comm), true);
     }
 
     /** {@code ncclGetErrorString(code)}; a placeholder when libnccl cannot say. */
-    public static String errorString(int code) {
+    static String errorString(int code) {
         try {
             MemorySegment s = nccl_h.ncclGetErrorString(code);
             return s.address() == 0 ? "unknown error code" : s.reinterpret(MAX_STRING_BYTES).getString(0);
@@ -72,7 +71,7 @@ public final class NcclCalls {
     }
 
     /** {@code ncclGetLastError(comm)} (comm may be NULL); empty when there is none or libnccl cannot say. */
-    public static String lastError(MemorySegment comm) {
+    static String lastError(MemorySegment comm) {
         try {
             MemorySegment s = nccl_h.ncclGetLastError(comm == null ? MemorySegment.NULL : comm);
             return s.address() == 0 ? "" : s.reinterpret(MAX_STRING_BYTES).getString(0).strip();

@@ -1,6 +1,5 @@
-package dev.panamax.cuda.internal;
+package dev.panamax.cuda;
 
-import dev.panamax.cuda.NcclException;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import org.junit.jupiter.api.Test;

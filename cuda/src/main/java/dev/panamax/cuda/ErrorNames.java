@@ -1,4 +1,4 @@
-package dev.panamax.cuda.internal;
+package dev.panamax.cuda;
 
 import dev.panamax.bindings.cuda.cuda_h;
 
@@ -7,7 +7,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
 /** Names and describes {@code CUresult} codes; the driver's table, or another one in tests. */
-public interface ErrorNames {
+interface ErrorNames {
     /** The name of a code, for example {@code CUDA_ERROR_OUT_OF_MEMORY}; {@code null} when unknown. */
     String name(int code);
 

@@ -1,6 +1,5 @@
-package dev.panamax.cuda.internal;
+package dev.panamax.cuda;
 
-import dev.panamax.cuda.CudaException;
 import org.junit.jupiter.api.Test;
 
 import java.util.Map;
@@ -8,7 +7,7 @@ import java.util.Map;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /** Error formatting, with a code table standing in for the driver's. */
-class DriverTest {
+class CudaCallsTest {
     private static final Map<Integer, String[]> TABLE = Map.of(
             2, new String[] {"CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
             100, new String[] {"CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"});
@@ -29,18 +28,18 @@ class DriverTest {
 
     @Test
     void messagesNameTheCallTheCodeAndItsDescription() {
-        CudaException e = Driver.error("cuMemAlloc_v2(1024)", 2, FAKE);
+        CudaException e = CudaCalls.error("cuMemAlloc_v2(1024)", 2, FAKE);
         assertEquals("cuMemAlloc_v2(1024): CUDA_ERROR_OUT_OF_MEMORY (2): out of memory", e.getMessage());
         assertEquals("cuMemAlloc_v2(1024)", e.call());
         assertEquals(2, e.code());
         assertEquals("CUDA_ERROR_OUT_OF_MEMORY", e.errorName());
         assertEquals("cuInit(0): CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected",
-                Driver.error("cuInit(0)", 100, FAKE).getMessage());
+                CudaCalls.error("cuInit(0)", 100, FAKE).getMessage());
     }
 
     @Test
     void unknownCodesKeepTheirNumber() {
-        CudaException e = Driver.error("cuStreamQuery(stream 0x10 of device 0)", 12345, FAKE);
+        CudaException e = CudaCalls.error("cuStreamQuery(stream 0x10 of device 0)", 12345, FAKE);
         assertEquals("cuStreamQuery(stream 0x10 of device 0): CUresult 12345 (12345): unknown error code",
                 e.getMessage());
         assertEquals("CUresult 12345", e.errorName());
@@ -48,11 +47,11 @@ class DriverTest {
 
     @Test
     void successIsNotAnError() {
-        Driver.check(0, "cuCtxSynchronize"); // no exception, and no driver call to name the code
+        CudaCalls.check(0, "cuCtxSynchronize"); // no exception, and no driver call to name the code
     }
 
     @Test
     void hexAddresses() {
-        assertEquals("0x7f2a00000000", Driver.hex(0x7f2a00000000L));
+        assertEquals("0x7f2a00000000", CudaCalls.hex(0x7f2a00000000L));
     }
 }
