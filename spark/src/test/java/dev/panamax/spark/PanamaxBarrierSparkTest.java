@@ -3,7 +3,8 @@ package dev.panamax.spark;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
-import dev.panamax.ml.SharedVariable;
+import dev.panamax.ml.shared.SharedReduction;
+import dev.panamax.ml.shared.SharedVariable;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -98,7 +99,7 @@ class PanamaxBarrierSparkTest {
         List<double[]> out = PanamaxBarrier.mapPartitions(partitions(), (ctx, it) -> {
             int p = ctx.partitionId();
             SharedVariable v = PanamaxBarrier.sharedVariable(ctx, "weights",
-                    SharedVariable.Reduction.of(DataType.FLOAT64, ReduceOp.AVG));
+                    SharedReduction.of(DataType.FLOAT64, ReduceOp.AVG));
             List<double[]> results = new ArrayList<>();
             for (int k = 0; k < rounds; k++) {
                 double[] mine = new double[LENGTH];

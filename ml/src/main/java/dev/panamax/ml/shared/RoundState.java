@@ -1,4 +1,4 @@
-package dev.panamax.ml.internal;
+package dev.panamax.ml.shared;
 
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.CollectiveTimeoutException;
@@ -12,10 +12,10 @@ import java.util.ArrayDeque;
  * drain at a time, each fold chunked over the cores), then the coordinator runs the global
  * all-reduce on it in place and publishes it.
  */
-public final class SharedRound {
+final class RoundState {
     private enum State { COLLECTING, LOCAL_READY, DONE, FAILED }
 
-    private final SharedSlot slot;
+    private final Slot slot;
     private final long number;
 
     // Guarded by this.
@@ -28,16 +28,16 @@ public final class SharedRound {
     private MemorySegment accumulator;
     private Throwable failure;
 
-    SharedRound(SharedSlot slot, long number) {
+    RoundState(Slot slot, long number) {
         this.slot = slot;
         this.number = number;
     }
 
-    public SharedSlot slot() {
+    Slot slot() {
         return slot;
     }
 
-    public long number() {
+    long number() {
         return number;
     }
 
@@ -51,7 +51,7 @@ public final class SharedRound {
         return accumulator;
     }
 
-    public synchronized boolean isFinished() {
+    synchronized boolean isFinished() {
         return state == State.DONE || state == State.FAILED;
     }
 
@@ -95,7 +95,7 @@ public final class SharedRound {
             draining = true;
         }
         if (startDrain) {
-            SharedKernels.execute(this::drain);
+            Kernels.execute(this::drain);
         }
     }
 
@@ -119,12 +119,12 @@ public final class SharedRound {
                     // communicator and the vector kernels read it directly; freed by GC with the result.
                     long bytes = vector.byteSize();
                     MemorySegment acc = Arena.ofAuto().allocate(Math.max(1, bytes), 64).asSlice(0, bytes);
-                    SharedKernels.copy(acc, vector);
+                    Kernels.copy(acc, vector);
                     synchronized (this) {
                         accumulator = acc;
                     }
                 } else {
-                    SharedKernels.fold(slot.reduction(), accumulator, vector);
+                    Kernels.fold(slot.reduction(), accumulator, vector);
                 }
             } catch (RuntimeException | Error e) {
                 // The other processes still take part in this round's agreement, and learn from it that it failed here.
@@ -170,8 +170,8 @@ public final class SharedRound {
         }
     }
 
-    /** Waits for the result; see {@code SharedVariable.Round.get}. */
-    public synchronized MemorySegment await(long timeoutNanos) {
+    /** Waits for the result; see {@link SharedVariable.Round#get}. */
+    synchronized MemorySegment await(long timeoutNanos) {
         long deadline = System.nanoTime() + Math.min(timeoutNanos, Long.MAX_VALUE / 4);
         while (state != State.DONE && state != State.FAILED) {
             long left = deadline - System.nanoTime();

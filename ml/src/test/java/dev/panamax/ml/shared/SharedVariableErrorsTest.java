@@ -1,4 +1,4 @@
-package dev.panamax.ml;
+package dev.panamax.ml.shared;
 
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.CollectiveTimeoutException;
@@ -6,7 +6,6 @@ import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
-import dev.panamax.ml.SharedVariable.Reduction;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -28,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** Misuse and failures of shared variables give errors that say what is wrong, instead of hangs. */
 class SharedVariableErrorsTest {
     static final Duration LONG = Duration.ofSeconds(60);
-    static final Reduction SUM64 = Reduction.of(DataType.FLOAT64, ReduceOp.SUM);
+    static final SharedReduction SUM64 = SharedReduction.of(DataType.FLOAT64, ReduceOp.SUM);
 
     private final List<Communicator> comms = new ArrayList<>();
 
@@ -115,9 +114,9 @@ class SharedVariableErrorsTest {
         Communicator c = open(1).get(0);
         SharedVariable a = SharedVariable.init(c, "x", 2, SUM64);
         assertThrows(IllegalArgumentException.class, () -> SharedVariable.init(c, "x", 3, SUM64));
-        assertThrows(IllegalArgumentException.class, () -> SharedVariable.init(c, "x", 2, Reduction.of(DataType.FLOAT64, ReduceOp.MAX)));
+        assertThrows(IllegalArgumentException.class, () -> SharedVariable.init(c, "x", 2, SharedReduction.of(DataType.FLOAT64, ReduceOp.MAX)));
         assertThrows(IllegalArgumentException.class, () -> SharedVariable.init(c, "x", 0, SUM64));
-        SharedVariable b = SharedVariable.init(c, "x", 2, Reduction.of(DataType.FLOAT64, ReduceOp.SUM));
+        SharedVariable b = SharedVariable.init(c, "x", 2, SharedReduction.of(DataType.FLOAT64, ReduceOp.SUM));
         a.commit(new double[] {1});
         assertArrayEquals(new double[] {3}, b.commit(new double[] {2}).getDoubles(LONG));
     }
@@ -137,7 +136,7 @@ class SharedVariableErrorsTest {
         List<SharedVariable.Round> rounds = new ArrayList<>();
         for (int r = 0; r < 3; r++) {
             int rank = r;
-            SharedVariable v = SharedVariable.init(c.get(r), "f", 2, Reduction.ofDoubles((a, b) -> {
+            SharedVariable v = SharedVariable.init(c.get(r), "f", 2, SharedReduction.ofDoubles((a, b) -> {
                 if (rank == 1) {
                     throw new ArithmeticException("boom on rank 1");
                 }
@@ -196,7 +195,7 @@ class SharedVariableErrorsTest {
         assertTrue(e.getMessage().contains("closed"), e.getMessage());
         assertThrows(IllegalStateException.class, () -> v.commit(new double[] {1}));
         assertThrows(NoSuchElementException.class, () -> SharedVariable.lookup(c, "x"));
-        SharedVariable again = SharedVariable.init(c, "x", 1, Reduction.of(DataType.FLOAT64, ReduceOp.MIN));
+        SharedVariable again = SharedVariable.init(c, "x", 1, SharedReduction.of(DataType.FLOAT64, ReduceOp.MIN));
         assertSame(again.reduction().type(), DataType.FLOAT64);
         assertArrayEquals(new double[] {4}, again.commit(new double[] {4}).getDoubles(LONG));
     }

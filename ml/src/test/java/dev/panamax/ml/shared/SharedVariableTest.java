@@ -1,10 +1,9 @@
-package dev.panamax.ml;
+package dev.panamax.ml.shared;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
-import dev.panamax.ml.SharedVariable.Reduction;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -130,7 +129,7 @@ class SharedVariableTest {
     @MethodSource("grid")
     void float64SumOverRounds(int ranks, int tasks, boolean uneven, int length) throws Exception {
         runTasks(ranks, tasks, uneven, (r, t, comm) -> {
-            SharedVariable v = SharedVariable.init(comm, "grad", tasksOf(r, tasks, uneven), Reduction.of(DataType.FLOAT64, ReduceOp.SUM));
+            SharedVariable v = SharedVariable.init(comm, "grad", tasksOf(r, tasks, uneven), SharedReduction.of(DataType.FLOAT64, ReduceOp.SUM));
             for (int k = 0; k < ROUNDS; k++) {
                 double[] mine = new double[length];
                 for (int i = 0; i < length; i++) {
@@ -148,7 +147,7 @@ class SharedVariableTest {
     @MethodSource("grid")
     void float32AvgOverRounds(int ranks, int tasks, boolean uneven, int length) throws Exception {
         runTasks(ranks, tasks, uneven, (r, t, comm) -> {
-            SharedVariable v = SharedVariable.init(comm, "avg", tasksOf(r, tasks, uneven), Reduction.of(DataType.FLOAT32, ReduceOp.AVG));
+            SharedVariable v = SharedVariable.init(comm, "avg", tasksOf(r, tasks, uneven), SharedReduction.of(DataType.FLOAT32, ReduceOp.AVG));
             for (int k = 0; k < ROUNDS; k++) {
                 float[] mine = new float[length];
                 for (int i = 0; i < length; i++) {
@@ -178,7 +177,7 @@ class SharedVariableTest {
     @MethodSource("grid")
     void doubleFunctionOverRounds(int ranks, int tasks, boolean uneven, int length) throws Exception {
         runTasks(ranks, tasks, uneven, (r, t, comm) -> {
-            SharedVariable v = SharedVariable.init(comm, "fn", tasksOf(r, tasks, uneven), Reduction.ofDoubles((a, b) -> Math.max(a, b)));
+            SharedVariable v = SharedVariable.init(comm, "fn", tasksOf(r, tasks, uneven), SharedReduction.ofDoubles((a, b) -> Math.max(a, b)));
             for (int k = 0; k < ROUNDS; k++) {
                 double[] mine = new double[length];
                 for (int i = 0; i < length; i++) {
@@ -194,7 +193,7 @@ class SharedVariableTest {
     @MethodSource("ranksAndLengths")
     void floatFunctionSum(int ranks, int length) throws Exception {
         runTasks(ranks, 2, false, (r, t, comm) -> {
-            SharedVariable v = SharedVariable.init(comm, "ffn", 2, Reduction.ofFloats((a, b) -> a + b));
+            SharedVariable v = SharedVariable.init(comm, "ffn", 2, SharedReduction.ofFloats((a, b) -> a + b));
             for (int k = 0; k < ROUNDS; k++) {
                 float[] mine = new float[length];
                 for (int i = 0; i < length; i++) {
@@ -219,7 +218,7 @@ class SharedVariableTest {
     @MethodSource("ranksAndLengths")
     void int32MinFromSegments(int ranks, int length) throws Exception {
         runTasks(ranks, 3, false, (r, t, comm) -> {
-            SharedVariable v = SharedVariable.init(comm, "min", 3, Reduction.of(DataType.INT32, ReduceOp.MIN));
+            SharedVariable v = SharedVariable.init(comm, "min", 3, SharedReduction.of(DataType.INT32, ReduceOp.MIN));
             try (var arena = java.lang.foreign.Arena.ofShared()) {
                 for (int k = 0; k < ROUNDS; k++) {
                     MemorySegment mine = arena.allocate(ValueLayout.JAVA_INT, length);
@@ -246,7 +245,7 @@ class SharedVariableTest {
         int length = 5;
         int iterations = 10;
         runTasks(ranks, tasks, false, (r, t, comm) -> {
-            SharedVariable w = SharedVariable.init(comm, "w", tasks, Reduction.of(DataType.FLOAT64, ReduceOp.AVG));
+            SharedVariable w = SharedVariable.init(comm, "w", tasks, SharedReduction.of(DataType.FLOAT64, ReduceOp.AVG));
             double[] weights = new double[length];
             double[] mirror = new double[length];
             for (int k = 0; k < iterations; k++) {

@@ -1,53 +1,51 @@
-package dev.panamax.ml.internal;
-
-import dev.panamax.ml.SharedVariable.Reduction;
+package dev.panamax.ml.shared;
 
 import java.lang.foreign.MemorySegment;
 
 /** The state of one shared variable in this process: its settings and its current round. */
-public final class SharedSlot {
-    private final SharedCoordinator coordinator;
+final class Slot {
+    private final Coordinator coordinator;
     private final String key;
     private final int numTasks;
-    private final Reduction reduction;
+    private final SharedReduction reduction;
 
     // Guarded by this; lock order: slot, then round.
-    private SharedRound current;
+    private RoundState current;
     private long nextNumber;
     private boolean closed;
 
-    SharedSlot(SharedCoordinator coordinator, String key, int numTasks, Reduction reduction) {
+    Slot(Coordinator coordinator, String key, int numTasks, SharedReduction reduction) {
         this.coordinator = coordinator;
         this.key = key;
         this.numTasks = numTasks;
         this.reduction = reduction;
     }
 
-    public String key() {
+    String key() {
         return key;
     }
 
-    public int numTasks() {
+    int numTasks() {
         return numTasks;
     }
 
-    public Reduction reduction() {
+    SharedReduction reduction() {
         return reduction;
     }
 
-    SharedCoordinator coordinator() {
+    Coordinator coordinator() {
         return coordinator;
     }
 
     /** Adds a vector to the current round, beginning a new round when the last one has ended. */
-    public SharedRound commit(MemorySegment vector) {
-        SharedRound round;
+    RoundState commit(MemorySegment vector) {
+        RoundState round;
         synchronized (this) {
             if (closed) {
                 throw new IllegalStateException("shared variable '" + key + "' is closed");
             }
             if (current == null || current.isClosedToCommits()) {
-                current = new SharedRound(this, nextNumber++);
+                current = new RoundState(this, nextNumber++);
             }
             round = current;
             round.accept(vector);
@@ -55,8 +53,8 @@ public final class SharedSlot {
         return round;
     }
 
-    /** The latest round (see {@code SharedVariable.latest}). */
-    public synchronized SharedRound latest() {
+    /** The latest round (see {@link SharedVariable#latest}). */
+    synchronized RoundState latest() {
         if (current == null) {
             throw new IllegalStateException("shared variable '" + key + "' has no round yet: no task has committed");
         }
@@ -64,18 +62,18 @@ public final class SharedSlot {
     }
 
     /** True when this slot would accept an {@code init} with these settings. */
-    boolean matches(int numTasks, Reduction reduction) {
+    boolean matches(int numTasks, SharedReduction reduction) {
         if (numTasks != this.numTasks) {
             return false;
         }
         // Functions are compared by kind only: every task of a process may pass its own lambda.
-        return reduction instanceof Reduction.Operator ? reduction.equals(this.reduction)
+        return reduction instanceof SharedReduction.Operator ? reduction.equals(this.reduction)
                 : reduction.getClass() == this.reduction.getClass();
     }
 
     /** Stops the variable; a round still collecting fails. */
-    public void close() {
-        SharedRound open;
+    void close() {
+        RoundState open;
         synchronized (this) {
             if (closed) {
                 return;

@@ -1,16 +1,12 @@
-package dev.panamax.ml;
+package dev.panamax.ml.shared;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.memory.DataType;
-import dev.panamax.memory.ReduceOp;
-import dev.panamax.ml.internal.SharedCoordinator;
-import dev.panamax.ml.internal.SharedRound;
-import dev.panamax.ml.internal.SharedSlot;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.function.DoubleBinaryOperator;
 
 /**
  * A task-based all-reduce: a vector to which several tasks of each process contribute, reduced
@@ -19,7 +15,7 @@ import java.util.function.DoubleBinaryOperator;
  * {@code Get}).
  *
  * <p>Each process {@linkplain #init initializes} the variable {@code key} on its communicator with
- * the number of its own tasks that will commit and an element-wise {@link Reduction}. Each task
+ * the number of its own tasks that will commit and an element-wise {@link SharedReduction}. Each task
  * then {@linkplain #commit(double[]) commits} one vector per round, which does not block: the
  * vectors are reduced into one as they arrive, in chunks over the cores. When the last of the
  * process's tasks has committed, one all-reduce across the processes runs on the communicator,
@@ -28,7 +24,8 @@ import java.util.function.DoubleBinaryOperator;
  * ended (iterative training commits and gets once per iteration).
  *
  * <pre>{@code
- * SharedVariable grad = SharedVariable.init(comm, "grad", tasksHere, Reduction.of(DataType.FLOAT64, ReduceOp.SUM));
+ * SharedVariable grad = SharedVariable.init(comm, "grad", tasksHere,
+ *         SharedReduction.of(DataType.FLOAT64, ReduceOp.SUM));
  * // in each task:
  * double[] sum = grad.commit(localGradient).getDoubles(Duration.ofMinutes(1));
  * }</pre>
@@ -39,83 +36,20 @@ import java.util.function.DoubleBinaryOperator;
  * variables' all-reduces on a thread of its own: do not run other collectives on it while a
  * round is in flight. A committed vector must stay untouched until its round has ended.
  *
- * <p>Rounds are reduced in the order the commits arrive, so a {@link Reduction} should be
+ * <p>Rounds are reduced in the order the commits arrive, so a {@link SharedReduction} should be
  * associative and commutative (as sums are up to rounding); all processes receive the same
  * result bits.
  */
 public final class SharedVariable implements AutoCloseable {
-
-    /** An element-wise reduction, which also fixes the element type of the vectors. */
-    public sealed interface Reduction {
-        /** The element type of the vectors. */
-        DataType type();
-
-        /**
-         * A built-in operator over elements of {@code type}, reduced with the vectorized kernels and
-         * the communicator's all-reduce. {@link ReduceOp#AVG} divides the sum by the number of
-         * tasks of all processes.
-         */
-        static Reduction of(DataType type, ReduceOp op) {
-            return new Operator(type, op);
-        }
-
-        /** {@code c[i] = fn(a[i], b[i])} over float64 vectors. */
-        static Reduction ofDoubles(DoubleBinaryOperator fn) {
-            return new DoubleFunction(fn);
-        }
-
-        /** {@code c[i] = fn(a[i], b[i])} over float32 vectors. */
-        static Reduction ofFloats(FloatBinaryOperator fn) {
-            return new FloatFunction(fn);
-        }
-
-        /** A built-in operator. */
-        record Operator(DataType type, ReduceOp op) implements Reduction {
-            public Operator {
-                Objects.requireNonNull(type, "type");
-                Objects.requireNonNull(op, "op");
-            }
-        }
-
-        /** A function of two float64 elements. */
-        record DoubleFunction(DoubleBinaryOperator fn) implements Reduction {
-            public DoubleFunction {
-                Objects.requireNonNull(fn, "fn");
-            }
-
-            @Override
-            public DataType type() {
-                return DataType.FLOAT64;
-            }
-        }
-
-        /** A function of two float32 elements. */
-        record FloatFunction(FloatBinaryOperator fn) implements Reduction {
-            public FloatFunction {
-                Objects.requireNonNull(fn, "fn");
-            }
-
-            @Override
-            public DataType type() {
-                return DataType.FLOAT32;
-            }
-        }
-    }
-
-    /** A function of two floats (the JDK has none). */
-    @FunctionalInterface
-    public interface FloatBinaryOperator {
-        float applyAsFloat(float a, float b);
-    }
 
     /**
      * One round of a variable: the commits of its tasks and, once every process's tasks have
      * committed, the global result.
      */
     public static final class Round {
-        private final SharedRound round;
+        private final RoundState round;
 
-        private Round(SharedRound round) {
+        private Round(RoundState round) {
             this.round = round;
         }
 
@@ -144,13 +78,13 @@ public final class SharedVariable implements AutoCloseable {
         /** {@link #get} copied into a new array; the variable's type must be float64. */
         public double[] getDoubles(Duration timeout) {
             requireType(DataType.FLOAT64, "getDoubles");
-            return get(timeout).toArray(java.lang.foreign.ValueLayout.JAVA_DOUBLE_UNALIGNED);
+            return get(timeout).toArray(ValueLayout.JAVA_DOUBLE_UNALIGNED);
         }
 
         /** {@link #get} copied into a new array; the variable's type must be float32. */
         public float[] getFloats(Duration timeout) {
             requireType(DataType.FLOAT32, "getFloats");
-            return get(timeout).toArray(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED);
+            return get(timeout).toArray(ValueLayout.JAVA_FLOAT_UNALIGNED);
         }
 
         private void requireType(DataType type, String method) {
@@ -166,9 +100,9 @@ public final class SharedVariable implements AutoCloseable {
         }
     }
 
-    private final SharedSlot slot;
+    private final Slot slot;
 
-    private SharedVariable(SharedSlot slot) {
+    private SharedVariable(Slot slot) {
         this.slot = slot;
     }
 
@@ -180,14 +114,15 @@ public final class SharedVariable implements AutoCloseable {
      * @param numTasks how many tasks of this process commit in each round (at least 1)
      * @throws IllegalArgumentException when the variable exists with another task count or reduction
      */
-    public static SharedVariable init(Communicator communicator, String key, int numTasks, Reduction reduction) {
+    public static SharedVariable init(Communicator communicator, String key, int numTasks,
+                                      SharedReduction reduction) {
         Objects.requireNonNull(communicator, "communicator");
         Objects.requireNonNull(key, "key");
         Objects.requireNonNull(reduction, "reduction");
         if (numTasks < 1) {
             throw new IllegalArgumentException("numTasks must be >= 1: " + numTasks);
         }
-        return new SharedVariable(SharedCoordinator.init(communicator, key, numTasks, reduction));
+        return new SharedVariable(Coordinator.init(communicator, key, numTasks, reduction));
     }
 
     /**
@@ -199,7 +134,7 @@ public final class SharedVariable implements AutoCloseable {
     public static SharedVariable lookup(Communicator communicator, String key) {
         Objects.requireNonNull(communicator, "communicator");
         Objects.requireNonNull(key, "key");
-        return new SharedVariable(SharedCoordinator.lookup(communicator, key));
+        return new SharedVariable(Coordinator.lookup(communicator, key));
     }
 
     /** The key. */
@@ -213,7 +148,7 @@ public final class SharedVariable implements AutoCloseable {
     }
 
     /** The reduction, with the element type. */
-    public Reduction reduction() {
+    public SharedReduction reduction() {
         return slot.reduction();
     }
 

@@ -1,4 +1,4 @@
-package dev.panamax.ml.internal;
+package dev.panamax.ml.shared;
 
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.CollectiveTimeoutException;
@@ -6,7 +6,6 @@ import dev.panamax.collectives.Communicator;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import dev.panamax.memory.Reductions;
-import dev.panamax.ml.SharedVariable.Reduction;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -32,32 +31,32 @@ import java.util.NoSuchElementException;
  * the tasks (for AVG). A round that failed locally still takes part, so that every process fails
  * it together instead of timing out.
  */
-public final class SharedCoordinator {
+final class Coordinator {
     /** Descriptor: key hash, round, length, tasks, reduction code, failed flag, key length, then the key's first bytes. */
     private static final int DESCRIPTOR_LONGS = 16;
     private static final int KEY_LONGS = DESCRIPTOR_LONGS - 7;
 
-    private static final Map<Communicator, SharedCoordinator> ALL = new IdentityHashMap<>();
+    private static final Map<Communicator, Coordinator> ALL = new IdentityHashMap<>();
 
     private final Communicator comm;
     // Guarded by this.
-    private final Map<String, SharedSlot> slots = new LinkedHashMap<>();
-    private final ArrayDeque<SharedRound> ready = new ArrayDeque<>();
+    private final Map<String, Slot> slots = new LinkedHashMap<>();
+    private final ArrayDeque<RoundState> ready = new ArrayDeque<>();
     private boolean running;
     private Throwable broken;
 
-    private SharedCoordinator(Communicator comm) {
+    private Coordinator(Communicator comm) {
         this.comm = comm;
     }
 
     /** Creates or joins the variable {@code key} on {@code comm}. */
-    public static SharedSlot init(Communicator comm, String key, int numTasks, Reduction reduction) {
+    static Slot init(Communicator comm, String key, int numTasks, SharedReduction reduction) {
         synchronized (ALL) {
-            SharedCoordinator c = ALL.computeIfAbsent(comm, SharedCoordinator::new);
+            Coordinator c = ALL.computeIfAbsent(comm, Coordinator::new);
             synchronized (c) {
-                SharedSlot slot = c.slots.get(key);
+                Slot slot = c.slots.get(key);
                 if (slot == null) {
-                    slot = new SharedSlot(c, key, numTasks, reduction);
+                    slot = new Slot(c, key, numTasks, reduction);
                     c.slots.put(key, slot);
                 } else if (!slot.matches(numTasks, reduction)) {
                     throw new IllegalArgumentException("shared variable '" + key + "' exists on rank " + comm.rank() + " with numTasks "
@@ -69,13 +68,13 @@ public final class SharedCoordinator {
     }
 
     /** The variable {@code key} on {@code comm}, or an error naming the known keys. */
-    public static SharedSlot lookup(Communicator comm, String key) {
+    static Slot lookup(Communicator comm, String key) {
         synchronized (ALL) {
-            SharedCoordinator c = ALL.get(comm);
+            Coordinator c = ALL.get(comm);
             List<String> known = List.of();
             if (c != null) {
                 synchronized (c) {
-                    SharedSlot slot = c.slots.get(key);
+                    Slot slot = c.slots.get(key);
                     if (slot != null) {
                         return slot;
                     }
@@ -87,7 +86,7 @@ public final class SharedCoordinator {
         }
     }
 
-    void remove(SharedSlot slot) {
+    void remove(Slot slot) {
         synchronized (ALL) {
             synchronized (this) {
                 slots.remove(slot.key(), slot);
@@ -104,7 +103,7 @@ public final class SharedCoordinator {
     }
 
     /** A round has all its commits folded (or failed folding): queue its global step. */
-    void localReady(SharedRound round) {
+    void localReady(RoundState round) {
         synchronized (this) {
             if (broken != null) {
                 round.fail(new CollectiveException("the shared variables of this communicator stopped after an earlier failure: "
@@ -123,7 +122,7 @@ public final class SharedCoordinator {
 
     private void work() {
         while (true) {
-            SharedRound head;
+            RoundState head;
             synchronized (this) {
                 head = ready.peek();
                 if (head == null) {
@@ -146,7 +145,7 @@ public final class SharedCoordinator {
     }
 
     /** Runs one global step, for {@code head} or for the round rank 0 chose. */
-    private void step(SharedRound head) {
+    private void step(RoundState head) {
         if (comm.size() == 1) {
             if (!head.isFailed()) {
                 finish(head, head.slot().numTasks());
@@ -156,7 +155,7 @@ public final class SharedCoordinator {
         }
         long[][] proposals = allGather(descriptor(head));
         long[] chosen = proposals[0];
-        SharedRound round = sameRound(chosen, descriptor(head)) ? head : awaitLocal(chosen);
+        RoundState round = sameRound(chosen, descriptor(head)) ? head : awaitLocal(chosen);
         long[][] table = proposals;
         if (!allEqual(proposals)) {
             table = allGather(descriptor(round));
@@ -179,19 +178,19 @@ public final class SharedCoordinator {
         }
     }
 
-    private synchronized void dequeue(SharedRound round) {
+    private synchronized void dequeue(RoundState round) {
         ready.remove(round);
     }
 
-    private void finish(SharedRound round, int totalTasks) {
-        if (round.slot().reduction() instanceof Reduction.Operator(DataType type, ReduceOp op) && op == ReduceOp.AVG) {
+    private void finish(RoundState round, int totalTasks) {
+        if (round.slot().reduction() instanceof SharedReduction.Operator(DataType type, ReduceOp op) && op == ReduceOp.AVG) {
             Reductions.divide(type, round.accumulator(), 0, round.length(), totalTasks);
         }
         round.complete();
     }
 
     /** Why the processes cannot reduce this round together, or null when they agree. */
-    private static String disagreement(long[][] table, SharedRound round) {
+    private static String disagreement(long[][] table, RoundState round) {
         StringBuilder failed = new StringBuilder();
         for (int q = 0; q < table.length; q++) {
             if (table[q][5] != 0) {
@@ -220,14 +219,14 @@ public final class SharedCoordinator {
     }
 
     /** The all-reduce itself, in place on the accumulator. */
-    private void globalReduce(SharedRound round) {
+    private void globalReduce(RoundState round) {
         long n = round.length();
         if (n == 0) {
             return;
         }
         MemorySegment acc = round.accumulator();
-        Reduction reduction = round.slot().reduction();
-        if (reduction instanceof Reduction.Operator(DataType type, ReduceOp op)) {
+        SharedReduction reduction = round.slot().reduction();
+        if (reduction instanceof SharedReduction.Operator(DataType type, ReduceOp op)) {
             comm.allReduce(acc, n, type, op.accumulating());
             return;
         }
@@ -244,7 +243,7 @@ public final class SharedCoordinator {
             comm.allToAll(send, recv, block, type);
             MemorySegment mine = recv.asSlice(0, blockBytes);
             for (int q = 1; q < p; q++) {
-                SharedKernels.fold(reduction, mine, recv.asSlice(q * blockBytes, blockBytes));
+                Kernels.fold(reduction, mine, recv.asSlice(q * blockBytes, blockBytes));
             }
             comm.allGather(mine, send, block, type);
             MemorySegment.copy(send, 0, acc, 0, acc.byteSize());
@@ -252,10 +251,10 @@ public final class SharedCoordinator {
     }
 
     /** Waits until the round that {@code chosen} describes is ready here (rank 0 runs it next). */
-    private synchronized SharedRound awaitLocal(long[] chosen) {
+    private synchronized RoundState awaitLocal(long[] chosen) {
         long deadline = System.nanoTime() + comm.timeoutNanos();
         while (true) {
-            for (SharedRound r : ready) {
+            for (RoundState r : ready) {
                 if (sameRound(chosen, descriptor(r))) {
                     return r;
                 }
@@ -277,14 +276,14 @@ public final class SharedCoordinator {
     }
 
     private void breakAll(Throwable cause) {
-        List<SharedRound> failed;
+        List<RoundState> failed;
         synchronized (this) {
             broken = cause;
             failed = new ArrayList<>(ready);
             ready.clear();
             running = false;
         }
-        for (SharedRound r : failed) {
+        for (RoundState r : failed) {
             r.fail(cause);
         }
     }
@@ -303,7 +302,7 @@ public final class SharedCoordinator {
         }
     }
 
-    private static long[] descriptor(SharedRound round) {
+    private static long[] descriptor(RoundState round) {
         long[] d = new long[DESCRIPTOR_LONGS];
         byte[] key = round.slot().key().getBytes(StandardCharsets.UTF_8);
         d[0] = fnv1a(key);
@@ -339,11 +338,11 @@ public final class SharedCoordinator {
         return new String(prefix, 0, len, StandardCharsets.UTF_8) + (d[6] > prefix.length ? "..." : "");
     }
 
-    private static long reductionCode(Reduction r) {
+    private static long reductionCode(SharedReduction r) {
         return switch (r) {
-            case Reduction.Operator(DataType type, ReduceOp op) -> 100L * type.ordinal() + op.ordinal();
-            case Reduction.DoubleFunction f -> 10_000;
-            case Reduction.FloatFunction f -> 10_001;
+            case SharedReduction.Operator(DataType type, ReduceOp op) -> 100L * type.ordinal() + op.ordinal();
+            case SharedReduction.DoubleFunction f -> 10_000;
+            case SharedReduction.FloatFunction f -> 10_001;
         };
     }
 

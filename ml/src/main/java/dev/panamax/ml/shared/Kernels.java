@@ -1,8 +1,7 @@
-package dev.panamax.ml.internal;
+package dev.panamax.ml.shared;
 
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.Reductions;
-import dev.panamax.ml.SharedVariable.Reduction;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -16,7 +15,7 @@ import java.util.concurrent.ForkJoinTask;
  * with a thread per core (the process's tasks commit whole vectors, so the parallelism has to
  * come from within each vector).
  */
-final class SharedKernels {
+final class Kernels {
     /** Below this many bytes per chunk the hand-off costs more than it saves. */
     static final long MIN_CHUNK_BYTES = 256 * 1024;
 
@@ -27,7 +26,7 @@ final class SharedKernels {
         return t;
     }, null, false);
 
-    private SharedKernels() {
+    private Kernels() {
     }
 
     static void execute(Runnable task) {
@@ -41,26 +40,26 @@ final class SharedKernels {
     }
 
     /** {@code acc[i] = reduction(acc[i], src[i])} for every element. */
-    static void fold(Reduction reduction, MemorySegment acc, MemorySegment src) {
+    static void fold(SharedReduction reduction, MemorySegment acc, MemorySegment src) {
         fold(reduction, acc, acc, src);
     }
 
     /** {@code dst[i] = reduction(a[i], b[i])} for every element of {@code b}. */
-    static void fold(Reduction reduction, MemorySegment dst, MemorySegment a, MemorySegment b) {
+    static void fold(SharedReduction reduction, MemorySegment dst, MemorySegment a, MemorySegment b) {
         DataType type = reduction.type();
         int size = type.byteSize();
         inChunks(b.byteSize(), size, (from, to) -> {
             long count = (to - from) / size;
             switch (reduction) {
-                case Reduction.Operator op -> Reductions.reduce(type, op.op(), dst, from, a, from, b, from, count);
-                case Reduction.DoubleFunction f -> {
+                case SharedReduction.Operator op -> Reductions.reduce(type, op.op(), dst, from, a, from, b, from, count);
+                case SharedReduction.DoubleFunction f -> {
                     var fn = f.fn();
                     for (long at = from; at < to; at += Double.BYTES) {
                         dst.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, at, fn.applyAsDouble(
                                 a.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, at), b.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, at)));
                     }
                 }
-                case Reduction.FloatFunction f -> {
+                case SharedReduction.FloatFunction f -> {
                     var fn = f.fn();
                     for (long at = from; at < to; at += Float.BYTES) {
                         dst.set(ValueLayout.JAVA_FLOAT_UNALIGNED, at, fn.applyAsFloat(
