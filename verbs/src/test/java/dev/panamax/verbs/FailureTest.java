@@ -3,21 +3,21 @@ package dev.panamax.verbs;
 import dev.panamax.bindings.verbs.verbs_h;
 import dev.panamax.memory.HostMemory;
 import dev.panamax.memory.concurrent.IdleStrategies;
-import dev.panamax.verbs.RdmaTestSupport.Loopback;
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.RdmaTest;
+import dev.panamax.verbs.RdmaTestDevice.Loopback;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
-import static dev.panamax.verbs.RdmaTestSupport.TIMEOUT_NANOS;
+import static dev.panamax.verbs.RdmaTestDevice.TIMEOUT_NANOS;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Failures surface as exceptions that say what is wrong. */
-@Tag("rdma")
+@RdmaTest
 class FailureTest {
 
     @Test

@@ -1,36 +1,41 @@
 package dev.panamax.verbs;
 
 import dev.panamax.memory.concurrent.IdleStrategies;
+import dev.panamax.testing.RdmaTest;
+import dev.panamax.testing.RdmaTestSupport;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assumptions.assumeFalse;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * For the tests tagged "rdma": opens the device (the first, or the one named by PANAMAX_RDMA_DEVICE) and
- * skips, with the reason, when there is no library, no device or no active port 1.
+ * The RDMA device of the tests tagged "rdma" ({@link RdmaTest}): opens it (the first, or the one named by
+ * PANAMAX_RDMA_DEVICE) and skips, with the reason, when there is no library, no device or no active port 1
+ * (the rule of {@link RdmaTestSupport}); the port's GID index and MTU, and a connected loopback pair.
  */
-final class RdmaTestSupport {
+final class RdmaTestDevice {
     static final int PORT = 1;
     /** Generous: the software RoCE test VM emulates its CPU. */
     static final long TIMEOUT_NANOS = 30_000_000_000L;
 
-    private RdmaTestSupport() {
+    private RdmaTestDevice() {
     }
 
     static VerbsContext openDevice() {
-        assumeTrue(Verbs.isAvailable(), Verbs::unavailabilityCause);
+        if (!Verbs.isAvailable()) {
+            RdmaTestSupport.rdmaMissing(Verbs.unavailabilityCause());
+        }
         List<RdmaDevice> devices = Verbs.devices();
-        assumeFalse(devices.isEmpty(), "no RDMA devices");
-        VerbsContext context = Verbs.open(System.getenv("PANAMAX_RDMA_DEVICE"));
+        if (devices.isEmpty()) {
+            RdmaTestSupport.rdmaMissing("no RDMA devices");
+        }
+        VerbsContext context = Verbs.open(RdmaTestSupport.deviceName());
         PortInfo port = context.queryPort(PORT);
         if (!port.isActive()) {
             context.close();
-            assumeTrue(false, "port " + PORT + " of " + context.deviceName() + " is not active: " + port);
+            RdmaTestSupport.rdmaMissing("port " + PORT + " of " + context.deviceName() + " is not active: " + port);
         }
         return context;
     }
