@@ -4,6 +4,7 @@ import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -14,10 +15,6 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -72,32 +69,20 @@ class SharedVariableTest {
         void run(int rank, int task, Communicator comm) throws Exception;
     }
 
+    /** A task of a rank: each runs on its own thread. */
+    private record Task(int rank, int task) {
+    }
+
     /** Runs {@code body} for every task of every rank, each task on its own thread. */
-    void runTasks(int ranks, int tasks, boolean uneven, TaskBody body) throws Exception {
+    void runTasks(int ranks, int tasks, boolean uneven, TaskBody body) {
         comms.addAll(Panamax.local(ranks, COMM_TIMEOUT.toNanos()));
-        int threads = 0;
+        List<Task> all = new ArrayList<>();
         for (int r = 0; r < ranks; r++) {
-            threads += tasksOf(r, tasks, uneven);
-        }
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
-        try {
-            List<Future<?>> fs = new ArrayList<>();
-            for (int r = 0; r < ranks; r++) {
-                for (int t = 0; t < tasksOf(r, tasks, uneven); t++) {
-                    int rank = r;
-                    int task = t;
-                    fs.add(pool.submit(() -> {
-                        body.run(rank, task, comms.get(rank));
-                        return null;
-                    }));
-                }
+            for (int t = 0; t < tasksOf(r, tasks, uneven); t++) {
+                all.add(new Task(r, t));
             }
-            for (Future<?> f : fs) {
-                f.get(5, TimeUnit.MINUTES);
-            }
-        } finally {
-            pool.shutdownNow();
         }
+        RankThreads.run(all, t -> body.run(t.rank(), t.task(), comms.get(t.rank())));
     }
 
     /** The element-wise combination, over all tasks of all ranks, of round k's vectors. */
