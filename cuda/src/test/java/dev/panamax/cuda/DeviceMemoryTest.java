@@ -8,6 +8,7 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 
 import static dev.panamax.cuda.CudaTestDevice.MIB;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -80,7 +81,7 @@ class DeviceMemoryTest {
             memory.copyToHost(back);
             for (long i = 0; i < n; i++) {
                 byte expected = i >= 1334 && i < 1384 ? 9 : CudaTestDevice.patternByte(i, 4);
-                assertEquals(expected, back.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i), "byte " + i);
+                assertEquals(expected, back.get(ValueLayout.JAVA_BYTE, i), "byte " + i);
             }
             memory.slice(0, 100).copyFrom(memory.slice(n - 100, 100));
             MemorySegment head = arena.allocate(100);

@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -77,7 +78,7 @@ class PanamaxBarrierSparkTest {
 
         double[] wantSum = new double[LENGTH];
         float[] wantMax = new float[LENGTH];
-        java.util.Arrays.fill(wantMax, Float.NEGATIVE_INFINITY);
+        Arrays.fill(wantMax, Float.NEGATIVE_INFINITY);
         for (int p = 0; p < TASKS; p++) {
             for (int i = 0; i < LENGTH; i++) {
                 wantSum[i] += value(p, 0, i);
@@ -131,7 +132,7 @@ class PanamaxBarrierSparkTest {
             }
             // local[4] runs every task in one executor: one process of 4 tasks.
             assertEquals(TASKS, (int) r[2], "numTasks of the executor");
-            assertArrayEquals(want, java.util.Arrays.copyOfRange(r, 3, r.length), "partition " + (int) r[0] + " round " + k);
+            assertArrayEquals(want, Arrays.copyOfRange(r, 3, r.length), "partition " + (int) r[0] + " round " + k);
         }
     }
 

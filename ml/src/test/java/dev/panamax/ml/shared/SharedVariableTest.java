@@ -9,7 +9,9 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -204,7 +206,7 @@ class SharedVariableTest {
     void int32MinFromSegments(int ranks, int length) throws Exception {
         runTasks(ranks, 3, false, (r, t, comm) -> {
             SharedVariable v = SharedVariable.init(comm, "min", 3, SharedReduction.of(DataType.INT32, ReduceOp.MIN));
-            try (var arena = java.lang.foreign.Arena.ofShared()) {
+            try (var arena = Arena.ofShared()) {
                 for (int k = 0; k < ROUNDS; k++) {
                     MemorySegment mine = arena.allocate(ValueLayout.JAVA_INT, length);
                     for (int i = 0; i < length; i++) {
@@ -224,7 +226,7 @@ class SharedVariableTest {
 
     /** Iterative use: each round commits a function of the previous round's result. */
     @ParameterizedTest(name = "{0} ranks")
-    @org.junit.jupiter.params.provider.ValueSource(ints = {1, 3, 4})
+    @ValueSource(ints = {1, 3, 4})
     void iterationsChainThroughResults(int ranks) throws Exception {
         int tasks = 2;
         int length = 5;
