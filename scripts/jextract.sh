@@ -15,8 +15,9 @@
 #   - the generated symbol lookup (SymbolLookup.libraryLookup at class initialisation) is
 #     replaced by the lazy loader dev.panamax.bindings.NativeLibrary.<LIB>.lookup();
 #   - absolute paths (none are expected) make the script fail rather than be committed.
-# Only *.java files directly in the three generated packages are replaced; the
-# hand-written sub-packages (for example dev.panamax.bindings.verbs.support) are left alone.
+# Only *.java files directly in the three generated packages are replaced, except their hand-written
+# package-info.java; the hand-written sub-packages (for example dev.panamax.bindings.verbs.support) are
+# left alone.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -75,7 +76,7 @@ generate() {
   fi
 
   mkdir -p "$SRC/$pkgdir"
-  find "$SRC/$pkgdir" -maxdepth 1 -type f -name '*.java' -delete
+  find "$SRC/$pkgdir" -maxdepth 1 -type f -name '*.java' ! -name package-info.java -delete
   cp "$out"/*.java "$SRC/$pkgdir/"
   echo "jextract.sh: $name: $(ls "$out" | wc -l) files in $pkgdir" >&2
 }

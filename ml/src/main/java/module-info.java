@@ -2,4 +2,5 @@
 module dev.panamax.ml {
     requires transitive dev.panamax.collectives;
     exports dev.panamax.ml;
+    exports dev.panamax.ml.shared;
 }

@@ -113,7 +113,7 @@ class LayoutCheckTest {
         Set<String> generated;
         try (Stream<Path> files = Files.list(GENERATED.resolve(pkg))) {
             generated = files.map(p -> p.getFileName().toString())
-                    .filter(n -> n.endsWith(".java") && !n.startsWith(pkg + "_h"))
+                    .filter(n -> n.endsWith(".java") && !n.startsWith(pkg + "_h") && !n.equals("package-info.java"))
                     .map(n -> n.substring(0, n.length() - ".java".length()))
                     .collect(Collectors.toCollection(TreeSet::new));
         }

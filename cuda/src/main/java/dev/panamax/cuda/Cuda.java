@@ -2,7 +2,6 @@ package dev.panamax.cuda;
 
 import dev.panamax.bindings.NativeLibrary;
 import dev.panamax.bindings.cuda.cuda_h;
-import dev.panamax.cuda.internal.Driver;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -31,7 +30,7 @@ public final class Cuda {
             }
             try {
                 int rc = cuda_h.cuInit(0);
-                return rc == 0 ? null : Driver.error("cuInit(0)", rc);
+                return rc == 0 ? null : CudaCalls.error("cuInit(0)", rc);
             } catch (LinkageError | RuntimeException e) {
                 return e;
             }
@@ -56,7 +55,7 @@ public final class Cuda {
         requireAvailable();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment version = arena.allocate(ValueLayout.JAVA_INT);
-            Driver.check(cuda_h.cuDriverGetVersion(version), "cuDriverGetVersion");
+            CudaCalls.check(cuda_h.cuDriverGetVersion(version), "cuDriverGetVersion");
             return version.get(ValueLayout.JAVA_INT, 0);
         }
     }
@@ -66,7 +65,7 @@ public final class Cuda {
         requireAvailable();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment count = arena.allocate(ValueLayout.JAVA_INT);
-            Driver.check(cuda_h.cuDeviceGetCount(count), "cuDeviceGetCount");
+            CudaCalls.check(cuda_h.cuDeviceGetCount(count), "cuDeviceGetCount");
             return count.get(ValueLayout.JAVA_INT, 0);
         }
     }
@@ -87,7 +86,7 @@ public final class Cuda {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment device = arena.allocate(ValueLayout.JAVA_INT);
-            Driver.check(cuda_h.cuDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
+            CudaCalls.check(cuda_h.cuDeviceGet(device, ordinal), "cuDeviceGet(" + ordinal + ")");
             return new CudaDevice(ordinal, device.get(ValueLayout.JAVA_INT, 0));
         }
     }

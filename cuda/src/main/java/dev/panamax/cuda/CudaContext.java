@@ -3,7 +3,6 @@ package dev.panamax.cuda;
 import dev.panamax.bindings.cuda.CUipcMemHandle;
 import dev.panamax.bindings.cuda.cuda_h;
 import dev.panamax.memory.internal.Closer;
-import dev.panamax.cuda.internal.Driver;
 import dev.panamax.memory.HostMemory;
 
 import java.lang.foreign.Arena;
@@ -13,7 +12,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
-import static dev.panamax.cuda.internal.Driver.hex;
+import static dev.panamax.cuda.CudaCalls.hex;
 
 /**
  * A retained primary context of a device, from {@link CudaDevice#retainPrimaryContext()}.
@@ -66,7 +65,7 @@ public final class CudaContext implements AutoCloseable {
     public void synchronize() {
         requireOpen();
         setCurrent();
-        Driver.check(cuda_h.cuCtxSynchronize(), "cuCtxSynchronize(" + this + ")");
+        CudaCalls.check(cuda_h.cuCtxSynchronize(), "cuCtxSynchronize(" + this + ")");
     }
 
     /** The free device memory in bytes ({@code cuMemGetInfo_v2}). */
@@ -76,7 +75,7 @@ public final class CudaContext implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment free = arena.allocate(ValueLayout.JAVA_LONG);
             MemorySegment total = arena.allocate(ValueLayout.JAVA_LONG);
-            Driver.check(cuda_h.cuMemGetInfo_v2(free, total), "cuMemGetInfo_v2(" + this + ")");
+            CudaCalls.check(cuda_h.cuMemGetInfo_v2(free, total), "cuMemGetInfo_v2(" + this + ")");
             return free.get(ValueLayout.JAVA_LONG, 0);
         }
     }
@@ -92,7 +91,7 @@ public final class CudaContext implements AutoCloseable {
             setCurrent();
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment p = arena.allocate(ValueLayout.ADDRESS);
-                Driver.check(cuda_h.cuStreamCreate(p, cuda_h.CU_STREAM_NON_BLOCKING()),
+                CudaCalls.check(cuda_h.cuStreamCreate(p, cuda_h.CU_STREAM_NON_BLOCKING()),
                         "cuStreamCreate(CU_STREAM_NON_BLOCKING, " + this + ")");
                 CudaStream stream = new CudaStream(this, p.get(ValueLayout.ADDRESS, 0));
                 streams.add(stream);
@@ -114,7 +113,7 @@ public final class CudaContext implements AutoCloseable {
             int flags = timing ? cuda_h.CU_EVENT_DEFAULT() : cuda_h.CU_EVENT_DISABLE_TIMING();
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment p = arena.allocate(ValueLayout.ADDRESS);
-                Driver.check(cuda_h.cuEventCreate(p, flags), "cuEventCreate(" + flags + ", " + this + ")");
+                CudaCalls.check(cuda_h.cuEventCreate(p, flags), "cuEventCreate(" + flags + ", " + this + ")");
                 CudaEvent event = new CudaEvent(this, p.get(ValueLayout.ADDRESS, 0), timing);
                 events.add(event);
                 return event;
@@ -138,7 +137,7 @@ public final class CudaContext implements AutoCloseable {
             setCurrent();
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment p = arena.allocate(ValueLayout.JAVA_LONG);
-                Driver.check(cuda_h.cuMemAlloc_v2(p, byteSize), "cuMemAlloc_v2(" + byteSize + ")");
+                CudaCalls.check(cuda_h.cuMemAlloc_v2(p, byteSize), "cuMemAlloc_v2(" + byteSize + ")");
                 DeviceMemory m = DeviceMemory.allocated(this, p.get(ValueLayout.JAVA_LONG, 0), byteSize, false);
                 memory.add(m);
                 return m;
@@ -161,7 +160,7 @@ public final class CudaContext implements AutoCloseable {
             setCurrent();
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment p = arena.allocate(ValueLayout.ADDRESS);
-                Driver.check(cuda_h.cuMemHostAlloc(p, byteSize, cuda_h.CU_MEMHOSTALLOC_PORTABLE()),
+                CudaCalls.check(cuda_h.cuMemHostAlloc(p, byteSize, cuda_h.CU_MEMHOSTALLOC_PORTABLE()),
                         "cuMemHostAlloc(" + byteSize + ", CU_MEMHOSTALLOC_PORTABLE)");
                 PinnedMemory m = new PinnedMemory(this, p.get(ValueLayout.ADDRESS, 0).address(), byteSize, false);
                 pinned.add(m);
@@ -196,7 +195,8 @@ public final class CudaContext implements AutoCloseable {
         synchronized (this) {
             requireOpen();
             setCurrent();
-            Driver.check(cuda_h.cuMemHostRegister_v2(segment, segment.byteSize(), cuda_h.CU_MEMHOSTREGISTER_PORTABLE()),
+            CudaCalls.check(cuda_h.cuMemHostRegister_v2(segment, segment.byteSize(),
+                            cuda_h.CU_MEMHOSTREGISTER_PORTABLE()),
                     "cuMemHostRegister_v2(" + hex(segment.address()) + ", " + segment.byteSize()
                             + ", CU_MEMHOSTREGISTER_PORTABLE)");
             PinnedMemory m = new PinnedMemory(this, segment.address(), segment.byteSize(), true);
@@ -240,14 +240,14 @@ public final class CudaContext implements AutoCloseable {
                 MemorySegment p = arena.allocate(ValueLayout.JAVA_LONG);
                 MemorySegment h = arena.allocate(CUipcMemHandle.layout());
                 h.copyFrom(MemorySegment.ofArray(handle.bytes()));
-                Driver.check(cuda_h.cuIpcOpenMemHandle_v2(p, h, cuda_h.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS()),
+                CudaCalls.check(cuda_h.cuIpcOpenMemHandle_v2(p, h, cuda_h.CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS()),
                         "cuIpcOpenMemHandle_v2(" + handle + ")");
                 address = p.get(ValueLayout.JAVA_LONG, 0);
             }
             long mapped;
             try {
                 long[] base = new long[1];
-                mapped = Driver.allocationRange(address, base) - (address - base[0]);
+                mapped = CudaCalls.allocationRange(address, base) - (address - base[0]);
             } catch (RuntimeException | LinkageError e) {
                 cuda_h.cuIpcCloseMemHandle(address);
                 throw e;
@@ -286,20 +286,20 @@ public final class CudaContext implements AutoCloseable {
         // In-flight copies may still use the memory about to be freed.
         closer.run(() -> {
             setCurrent();
-            Driver.check(cuda_h.cuCtxSynchronize(), "cuCtxSynchronize(" + this + ")");
+            CudaCalls.check(cuda_h.cuCtxSynchronize(), "cuCtxSynchronize(" + this + ")");
         });
         e.forEach(x -> closer.run(x::close));
         s.forEach(x -> closer.run(x::close));
         k.forEach(x -> closer.run(x::close));
         m.forEach(x -> closer.run(x::close));
         p.forEach(x -> closer.run(x::close));
-        closer.run(() -> Driver.check(cuda_h.cuDevicePrimaryCtxRelease_v2(device.handle()),
+        closer.run(() -> CudaCalls.check(cuda_h.cuDevicePrimaryCtxRelease_v2(device.handle()),
                 "cuDevicePrimaryCtxRelease_v2(" + device + ")"));
         closer.rethrow();
     }
 
     void setCurrent() {
-        Driver.setCurrent(handle);
+        CudaCalls.setCurrent(handle);
     }
 
     void requireOpen() {

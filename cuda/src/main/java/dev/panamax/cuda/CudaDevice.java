@@ -1,7 +1,6 @@
 package dev.panamax.cuda;
 
 import dev.panamax.bindings.cuda.cuda_h;
-import dev.panamax.cuda.internal.Driver;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -31,7 +30,8 @@ public final class CudaDevice {
     public String name() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment name = arena.allocate(256);
-            Driver.check(cuda_h.cuDeviceGetName(name, (int) name.byteSize(), handle), "cuDeviceGetName(" + this + ")");
+            CudaCalls.check(cuda_h.cuDeviceGetName(name, (int) name.byteSize(), handle),
+                    "cuDeviceGetName(" + this + ")");
             return name.getString(0);
         }
     }
@@ -40,7 +40,7 @@ public final class CudaDevice {
     public long totalMemoryBytes() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment bytes = arena.allocate(ValueLayout.JAVA_LONG);
-            Driver.check(cuda_h.cuDeviceTotalMem_v2(bytes, handle), "cuDeviceTotalMem_v2(" + this + ")");
+            CudaCalls.check(cuda_h.cuDeviceTotalMem_v2(bytes, handle), "cuDeviceTotalMem_v2(" + this + ")");
             return bytes.get(ValueLayout.JAVA_LONG, 0);
         }
     }
@@ -54,7 +54,7 @@ public final class CudaDevice {
     public int attribute(int cuDeviceAttribute) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment value = arena.allocate(ValueLayout.JAVA_INT);
-            Driver.check(cuda_h.cuDeviceGetAttribute(value, cuDeviceAttribute, handle),
+            CudaCalls.check(cuda_h.cuDeviceGetAttribute(value, cuDeviceAttribute, handle),
                     "cuDeviceGetAttribute(" + cuDeviceAttribute + ", " + this + ")");
             return value.get(ValueLayout.JAVA_INT, 0);
         }
@@ -78,7 +78,7 @@ public final class CudaDevice {
     public CudaContext retainPrimaryContext() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment context = arena.allocate(ValueLayout.ADDRESS);
-            Driver.check(cuda_h.cuDevicePrimaryCtxRetain(context, handle), "cuDevicePrimaryCtxRetain(" + this + ")");
+            CudaCalls.check(cuda_h.cuDevicePrimaryCtxRetain(context, handle), "cuDevicePrimaryCtxRetain(" + this + ")");
             return new CudaContext(this, context.get(ValueLayout.ADDRESS, 0));
         }
     }

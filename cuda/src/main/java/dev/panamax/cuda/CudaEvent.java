@@ -1,14 +1,13 @@
 package dev.panamax.cuda;
 
 import dev.panamax.bindings.cuda.cuda_h;
-import dev.panamax.cuda.internal.Driver;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-import static dev.panamax.cuda.internal.Driver.hex;
+import static dev.panamax.cuda.CudaCalls.hex;
 
 /**
  * An event ({@code CUevent}) of a context, from {@link CudaContext#createEvent(boolean)}. Destroyed exactly
@@ -47,14 +46,15 @@ public final class CudaEvent implements AutoCloseable {
         requireOpen();
         stream.requireOpen();
         context.setCurrent();
-        Driver.check(cuda_h.cuEventRecord(handle, stream.rawHandle()), "cuEventRecord(" + this + ", " + stream + ")");
+        CudaCalls.check(cuda_h.cuEventRecord(handle, stream.rawHandle()),
+                "cuEventRecord(" + this + ", " + stream + ")");
     }
 
     /** Waits until the event has completed ({@code cuEventSynchronize}). */
     public void synchronize() {
         requireOpen();
         context.setCurrent();
-        Driver.check(cuda_h.cuEventSynchronize(handle), "cuEventSynchronize(" + this + ")");
+        CudaCalls.check(cuda_h.cuEventSynchronize(handle), "cuEventSynchronize(" + this + ")");
     }
 
     /**
@@ -73,7 +73,7 @@ public final class CudaEvent implements AutoCloseable {
         context.setCurrent();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment ms = arena.allocate(ValueLayout.JAVA_FLOAT);
-            Driver.check(cuda_h.cuEventElapsedTime_v2(ms, start.handle, handle),
+            CudaCalls.check(cuda_h.cuEventElapsedTime_v2(ms, start.handle, handle),
                     "cuEventElapsedTime_v2(" + start + ", " + this + ")");
             return ms.get(ValueLayout.JAVA_FLOAT, 0);
         }
@@ -87,7 +87,7 @@ public final class CudaEvent implements AutoCloseable {
         }
         context.forget(this);
         context.setCurrent();
-        Driver.check(cuda_h.cuEventDestroy_v2(handle), "cuEventDestroy_v2(" + this + ")");
+        CudaCalls.check(cuda_h.cuEventDestroy_v2(handle), "cuEventDestroy_v2(" + this + ")");
     }
 
     void requireOpen() {

@@ -1,12 +1,11 @@
 package dev.panamax.cuda;
 
 import dev.panamax.bindings.cuda.cuda_h;
-import dev.panamax.cuda.internal.Driver;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-import static dev.panamax.cuda.internal.Driver.hex;
+import static dev.panamax.cuda.CudaCalls.hex;
 
 /**
  * A non-blocking stream ({@code CUstream}) of a context, from {@link CudaContext#createStream()}. Destroyed
@@ -42,7 +41,7 @@ public final class CudaStream implements AutoCloseable {
     public void synchronize() {
         requireOpen();
         context.setCurrent();
-        Driver.check(cuda_h.cuStreamSynchronize(handle), "cuStreamSynchronize(" + this + ")");
+        CudaCalls.check(cuda_h.cuStreamSynchronize(handle), "cuStreamSynchronize(" + this + ")");
     }
 
     /** Whether all work queued on it has finished ({@code cuStreamQuery}); does not wait. */
@@ -53,7 +52,7 @@ public final class CudaStream implements AutoCloseable {
         if (rc == cuda_h.CUDA_ERROR_NOT_READY()) {
             return false;
         }
-        Driver.check(rc, "cuStreamQuery(" + this + ")");
+        CudaCalls.check(rc, "cuStreamQuery(" + this + ")");
         return true;
     }
 
@@ -65,7 +64,7 @@ public final class CudaStream implements AutoCloseable {
         }
         context.forget(this);
         context.setCurrent();
-        Driver.check(cuda_h.cuStreamDestroy_v2(handle), "cuStreamDestroy_v2(" + this + ")");
+        CudaCalls.check(cuda_h.cuStreamDestroy_v2(handle), "cuStreamDestroy_v2(" + this + ")");
     }
 
     /** The handle, without the checks of {@link #handle()}. */

@@ -2,14 +2,13 @@ package dev.panamax.cuda;
 
 import dev.panamax.bindings.cuda.CUipcMemHandle;
 import dev.panamax.bindings.cuda.cuda_h;
-import dev.panamax.cuda.internal.Driver;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-import static dev.panamax.cuda.internal.Driver.hex;
+import static dev.panamax.cuda.CudaCalls.hex;
 
 /**
  * Device memory: an allocation ({@link CudaContext#allocate}), a mapping of another process's allocation
@@ -113,22 +112,22 @@ public final class DeviceMemory implements AutoCloseable {
         }
         context.setCurrent();
         if (src.isNative()) {
-            Driver.check(cuda_h.cuMemcpyHtoD_v2(address, src, byteSize), "cuMemcpyHtoD_v2(" + this + ")");
+            CudaCalls.check(cuda_h.cuMemcpyHtoD_v2(address, src, byteSize), "cuMemcpyHtoD_v2(" + this + ")");
         } else {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment staging = arena.allocate(Math.min(byteSize, STAGING_BYTES), 4096);
                 for (long off = 0; off < byteSize; off += staging.byteSize()) {
                     long n = Math.min(staging.byteSize(), byteSize - off);
                     MemorySegment.copy(src, off, staging, 0, n);
-                    Driver.check(cuda_h.cuMemcpyHtoD_v2(address + off, staging, n),
+                    CudaCalls.check(cuda_h.cuMemcpyHtoD_v2(address + off, staging, n),
                             "cuMemcpyHtoD_v2(" + this + ", offset " + off + ", " + n + " bytes)");
                     // The copy from pageable memory may still be in flight; the staging buffer is reused.
-                    Driver.synchronizeLegacyStream();
+                    CudaCalls.synchronizeLegacyStream();
                 }
             }
         }
         // From pageable memory the call returns before the copy is done (CUDA API synchronization behavior).
-        Driver.synchronizeLegacyStream();
+        CudaCalls.synchronizeLegacyStream();
     }
 
     /** Copies this memory to {@code dst} (native or heap) ({@code cuMemcpyDtoH_v2}); waits for the copy. */
@@ -143,13 +142,13 @@ public final class DeviceMemory implements AutoCloseable {
         }
         context.setCurrent();
         if (dst.isNative()) {
-            Driver.check(cuda_h.cuMemcpyDtoH_v2(dst, address, byteSize), "cuMemcpyDtoH_v2(" + this + ")");
+            CudaCalls.check(cuda_h.cuMemcpyDtoH_v2(dst, address, byteSize), "cuMemcpyDtoH_v2(" + this + ")");
         } else {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment staging = arena.allocate(Math.min(byteSize, STAGING_BYTES), 4096);
                 for (long off = 0; off < byteSize; off += staging.byteSize()) {
                     long n = Math.min(staging.byteSize(), byteSize - off);
-                    Driver.check(cuda_h.cuMemcpyDtoH_v2(staging, address + off, n),
+                    CudaCalls.check(cuda_h.cuMemcpyDtoH_v2(staging, address + off, n),
                             "cuMemcpyDtoH_v2(" + this + ", offset " + off + ", " + n + " bytes)");
                     MemorySegment.copy(staging, 0, dst, off, n);
                 }
@@ -166,9 +165,9 @@ public final class DeviceMemory implements AutoCloseable {
             return;
         }
         context.setCurrent();
-        Driver.check(cuda_h.cuMemcpyDtoD_v2(address, src.address, byteSize),
+        CudaCalls.check(cuda_h.cuMemcpyDtoD_v2(address, src.address, byteSize),
                 "cuMemcpyDtoD_v2(" + this + ", from " + src + ")");
-        Driver.synchronizeLegacyStream(); // device-to-device copies do not wait on their own
+        CudaCalls.synchronizeLegacyStream(); // device-to-device copies do not wait on their own
     }
 
     /**
@@ -186,7 +185,7 @@ public final class DeviceMemory implements AutoCloseable {
             return;
         }
         stream.context().setCurrent();
-        Driver.check(cuda_h.cuMemcpyHtoDAsync_v2(address, src, byteSize, stream.rawHandle()),
+        CudaCalls.check(cuda_h.cuMemcpyHtoDAsync_v2(address, src, byteSize, stream.rawHandle()),
                 "cuMemcpyHtoDAsync_v2(" + this + ", " + stream + ")");
     }
 
@@ -208,7 +207,7 @@ public final class DeviceMemory implements AutoCloseable {
             return;
         }
         stream.context().setCurrent();
-        Driver.check(cuda_h.cuMemcpyDtoHAsync_v2(dst, address, byteSize, stream.rawHandle()),
+        CudaCalls.check(cuda_h.cuMemcpyDtoHAsync_v2(dst, address, byteSize, stream.rawHandle()),
                 "cuMemcpyDtoHAsync_v2(" + this + ", " + stream + ")");
     }
 
@@ -222,7 +221,7 @@ public final class DeviceMemory implements AutoCloseable {
             return;
         }
         stream.context().setCurrent();
-        Driver.check(cuda_h.cuMemcpyDtoDAsync_v2(address, src.address, byteSize, stream.rawHandle()),
+        CudaCalls.check(cuda_h.cuMemcpyDtoDAsync_v2(address, src.address, byteSize, stream.rawHandle()),
                 "cuMemcpyDtoDAsync_v2(" + this + ", from " + src + ", " + stream + ")");
     }
 
@@ -233,8 +232,8 @@ public final class DeviceMemory implements AutoCloseable {
             return;
         }
         context.setCurrent();
-        Driver.check(cuda_h.cuMemsetD8_v2(address, value, byteSize), "cuMemsetD8_v2(" + this + ", " + value + ")");
-        Driver.synchronizeLegacyStream(); // a memset of device memory does not wait on its own
+        CudaCalls.check(cuda_h.cuMemsetD8_v2(address, value, byteSize), "cuMemsetD8_v2(" + this + ", " + value + ")");
+        CudaCalls.synchronizeLegacyStream(); // a memset of device memory does not wait on its own
     }
 
     /**
@@ -252,7 +251,7 @@ public final class DeviceMemory implements AutoCloseable {
         context.setCurrent();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment h = arena.allocate(CUipcMemHandle.layout());
-            Driver.check(cuda_h.cuIpcGetMemHandle(h, address), "cuIpcGetMemHandle(" + this + ")");
+            CudaCalls.check(cuda_h.cuIpcGetMemHandle(h, address), "cuIpcGetMemHandle(" + this + ")");
             return new IpcMemoryHandle(h.toArray(ValueLayout.JAVA_BYTE));
         }
     }
@@ -274,9 +273,9 @@ public final class DeviceMemory implements AutoCloseable {
         context.forget(this);
         context.setCurrent();
         if (ipc) {
-            Driver.check(cuda_h.cuIpcCloseMemHandle(address), "cuIpcCloseMemHandle(" + this + ")");
+            CudaCalls.check(cuda_h.cuIpcCloseMemHandle(address), "cuIpcCloseMemHandle(" + this + ")");
         } else {
-            Driver.check(cuda_h.cuMemFree_v2(address), "cuMemFree_v2(" + this + ")");
+            CudaCalls.check(cuda_h.cuMemFree_v2(address), "cuMemFree_v2(" + this + ")");
         }
     }
 

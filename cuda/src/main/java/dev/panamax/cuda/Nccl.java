@@ -3,7 +3,6 @@ package dev.panamax.cuda;
 import dev.panamax.bindings.NativeLibrary;
 import dev.panamax.bindings.nccl.nccl_h;
 import dev.panamax.bindings.nccl.ncclUniqueId;
-import dev.panamax.cuda.internal.NcclCalls;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -5,8 +5,6 @@ import dev.panamax.bindings.nccl.ncclConfig_v21700;
 import dev.panamax.bindings.nccl.nccl_h;
 import dev.panamax.bindings.nccl.ncclUniqueId;
 import dev.panamax.bindings.nccl.support.NcclConfig;
-import dev.panamax.cuda.internal.Driver;
-import dev.panamax.cuda.internal.NcclCalls;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -489,7 +487,7 @@ public final class NcclCommunicator implements AutoCloseable {
         if (rc == cuda_h.CUDA_ERROR_NOT_READY()) {
             return false;
         }
-        Driver.check(rc, "cuStreamQuery(" + stream + ")");
+        CudaCalls.check(rc, "cuStreamQuery(" + stream + ")");
         return true;
     }
 

@@ -1,12 +1,11 @@
 package dev.panamax.cuda;
 
 import dev.panamax.bindings.cuda.cuda_h;
-import dev.panamax.cuda.internal.Driver;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
-import static dev.panamax.cuda.internal.Driver.hex;
+import static dev.panamax.cuda.CudaCalls.hex;
 
 /**
  * Page-locked host memory: allocated by {@link CudaContext#allocatePinned} or an existing segment registered by
@@ -70,9 +69,9 @@ public final class PinnedMemory implements AutoCloseable {
         context.setCurrent();
         MemorySegment p = MemorySegment.ofAddress(address);
         if (registered) {
-            Driver.check(cuda_h.cuMemHostUnregister(p), "cuMemHostUnregister(" + this + ")");
+            CudaCalls.check(cuda_h.cuMemHostUnregister(p), "cuMemHostUnregister(" + this + ")");
         } else {
-            Driver.check(cuda_h.cuMemFreeHost(p), "cuMemFreeHost(" + this + ")");
+            CudaCalls.check(cuda_h.cuMemFreeHost(p), "cuMemFreeHost(" + this + ")");
         }
     }
 

@@ -2,7 +2,6 @@ package dev.panamax.cuda;
 
 import dev.panamax.bindings.cuda.cuda_h;
 import dev.panamax.memory.internal.Closer;
-import dev.panamax.cuda.internal.Driver;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -16,7 +15,7 @@ import java.util.Locale;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-import static dev.panamax.cuda.internal.Driver.hex;
+import static dev.panamax.cuda.CudaCalls.hex;
 
 /**
  * The GPU reduction kernels of {@code reduce.ptx} loaded into a context: the device counterpart of
@@ -79,7 +78,7 @@ public final class ReductionKernels implements AutoCloseable {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment p = arena.allocate(ValueLayout.ADDRESS);
                 // The driver compiles the image during the call and keeps no reference to it.
-                Driver.check(cuda_h.cuModuleLoadData(p, image(arena)),
+                CudaCalls.check(cuda_h.cuModuleLoadData(p, image(arena)),
                         "cuModuleLoadData(" + RESOURCE + ", " + context + ")");
                 module = p.get(ValueLayout.ADDRESS, 0);
             }
@@ -98,7 +97,7 @@ public final class ReductionKernels implements AutoCloseable {
             } catch (RuntimeException | Error e) {
                 int rc = cuda_h.cuModuleUnload(module);
                 if (rc != 0) {
-                    e.addSuppressed(Driver.error("cuModuleUnload(" + RESOURCE + ")", rc));
+                    e.addSuppressed(CudaCalls.error("cuModuleUnload(" + RESOURCE + ")", rc));
                 }
                 throw e;
             }
@@ -108,7 +107,7 @@ public final class ReductionKernels implements AutoCloseable {
     }
 
     private static MemorySegment function(Arena arena, MemorySegment p, MemorySegment module, String name) {
-        Driver.check(cuda_h.cuModuleGetFunction(p, module, arena.allocateFrom(name)),
+        CudaCalls.check(cuda_h.cuModuleGetFunction(p, module, arena.allocateFrom(name)),
                 "cuModuleGetFunction(" + name + ")");
         return p.get(ValueLayout.ADDRESS, 0);
     }
@@ -194,7 +193,7 @@ public final class ReductionKernels implements AutoCloseable {
                     stream.rawHandle(), params, MemorySegment.NULL);
         }
         if (rc != 0) {
-            throw Driver.error(launchCall(reduceKernelName(pairwise, type), grid, count, stream), rc);
+            throw CudaCalls.error(launchCall(reduceKernelName(pairwise, type), grid, count, stream), rc);
         }
     }
 
@@ -240,7 +239,7 @@ public final class ReductionKernels implements AutoCloseable {
                     stream.rawHandle(), params, MemorySegment.NULL);
         }
         if (rc != 0) {
-            throw Driver.error(launchCall(divideKernelName(type), grid, count, stream), rc);
+            throw CudaCalls.error(launchCall(divideKernelName(type), grid, count, stream), rc);
         }
     }
 
@@ -257,9 +256,9 @@ public final class ReductionKernels implements AutoCloseable {
         Closer closer = new Closer();
         closer.run(() -> {
             context.setCurrent();
-            Driver.check(cuda_h.cuCtxSynchronize(), "cuCtxSynchronize(" + context + ")");
+            CudaCalls.check(cuda_h.cuCtxSynchronize(), "cuCtxSynchronize(" + context + ")");
         });
-        closer.run(() -> Driver.check(cuda_h.cuModuleUnload(module), "cuModuleUnload(" + this + ")"));
+        closer.run(() -> CudaCalls.check(cuda_h.cuModuleUnload(module), "cuModuleUnload(" + this + ")"));
         closer.rethrow();
     }
 

@@ -1,24 +1,24 @@
 package dev.panamax.cuda;
 
 import dev.panamax.memory.HostMemory;
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.GpuTest;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
-import static dev.panamax.cuda.GpuTestSupport.MIB;
+import static dev.panamax.cuda.CudaTestDevice.MIB;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-@Tag("gpu")
+@GpuTest
 class AsyncCopyTest {
 
     @Test
     void copiesOnAStreamAreTimedByEvents() {
         long n = 64 * MIB;
-        try (CudaContext context = GpuTestSupport.context();
+        try (CudaContext context = CudaTestDevice.context();
              CudaStream stream = context.createStream();
              CudaEvent start = context.createEvent(true);
              CudaEvent end = context.createEvent(true);
@@ -27,7 +27,7 @@ class AsyncCopyTest {
              DeviceMemory a = context.allocate(n);
              DeviceMemory b = context.allocate(n)) {
             assertFalse(stream.handle().address() == 0);
-            GpuTestSupport.fillPattern(src.segment(), 8);
+            CudaTestDevice.fillPattern(src.segment(), 8);
             start.record(stream);
             a.copyFromHostAsync(src.segment(), stream);
             b.copyFromAsync(a, stream);
@@ -38,30 +38,30 @@ class AsyncCopyTest {
             float millis = end.elapsedMillisSince(start);
             // Three copies of 64 MiB take some time on any device, and far less than a minute.
             assertTrue(millis > 0 && millis < 60_000, millis + " ms");
-            GpuTestSupport.assertPattern(dst.segment(), 8);
+            CudaTestDevice.assertPattern(dst.segment(), 8);
         }
     }
 
     @Test
     void pageableNativeSegmentsWorkAsynchronously() {
         long n = 5 * MIB + 1;
-        try (CudaContext context = GpuTestSupport.context(); Arena arena = Arena.ofConfined();
+        try (CudaContext context = CudaTestDevice.context(); Arena arena = Arena.ofConfined();
              CudaStream stream = context.createStream();
              DeviceMemory memory = context.allocate(n)) {
             MemorySegment src = HostMemory.allocate(arena, n);
             MemorySegment dst = HostMemory.allocate(arena, n);
-            GpuTestSupport.fillPattern(src, 9);
+            CudaTestDevice.fillPattern(src, 9);
             memory.copyFromHostAsync(src, stream);
             memory.copyToHostAsync(dst, stream);
             stream.synchronize();
             assertTrue(stream.isIdle());
-            GpuTestSupport.assertPattern(dst, 9);
+            CudaTestDevice.assertPattern(dst, 9);
         }
     }
 
     @Test
     void closedStreamsAndEventsAreRefused() {
-        try (CudaContext context = GpuTestSupport.context(); DeviceMemory memory = context.allocate(4096);
+        try (CudaContext context = CudaTestDevice.context(); DeviceMemory memory = context.allocate(4096);
              Arena arena = Arena.ofConfined()) {
             CudaStream stream = context.createStream();
             CudaEvent event = context.createEvent(false);

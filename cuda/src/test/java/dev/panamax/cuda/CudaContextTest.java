@@ -1,7 +1,8 @@
 package dev.panamax.cuda;
 
 import dev.panamax.bindings.cuda.cuda_h;
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.GpuTest;
+import dev.panamax.testing.GpuTestSupport;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -16,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-@Tag("gpu")
+@GpuTest
 class CudaContextTest {
 
     private static MemorySegment current() {
@@ -29,10 +30,10 @@ class CudaContextTest {
 
     @Test
     void retainsAndReleasesThePrimaryContextOnce() {
-        CudaContext context = GpuTestSupport.context();
+        CudaContext context = CudaTestDevice.context();
         assertTrue(context.isOpen());
         assertFalse(context.handle().address() == 0);
-        assertEquals(GpuTestSupport.device(), context.device());
+        assertEquals(CudaTestDevice.device(), context.device());
         context.makeCurrent();
         assertEquals(context.handle().address(), current().address());
         context.synchronize();
@@ -49,8 +50,8 @@ class CudaContextTest {
 
     @Test
     void eachRetainIsReleasedByItsOwnClose() {
-        try (CudaContext first = GpuTestSupport.context()) {
-            CudaContext second = GpuTestSupport.device().retainPrimaryContext();
+        try (CudaContext first = CudaTestDevice.context()) {
+            CudaContext second = CudaTestDevice.device().retainPrimaryContext();
             assertEquals(first.handle().address(), second.handle().address());
             second.close();
             // The first retain still holds the context: it keeps working.
@@ -62,10 +63,10 @@ class CudaContextTest {
 
     @Test
     void anyThreadMayUseTheContext() throws Exception {
-        try (CudaContext context = GpuTestSupport.context(); Arena arena = Arena.ofShared()) {
+        try (CudaContext context = CudaTestDevice.context(); Arena arena = Arena.ofShared()) {
             DeviceMemory memory = context.allocate(1 << 20);
             MemorySegment host = arena.allocate(1 << 20);
-            GpuTestSupport.fillPattern(host, 3);
+            CudaTestDevice.fillPattern(host, 3);
             ExecutorService pool = Executors.newFixedThreadPool(2);
             try {
                 // Fresh threads have no current context: each call must make its own current.
@@ -76,7 +77,7 @@ class CudaContextTest {
                     assertEquals(context.handle().address(), current().address());
                     return null;
                 }).get(60, TimeUnit.SECONDS);
-                GpuTestSupport.assertPattern(back, 3);
+                CudaTestDevice.assertPattern(back, 3);
             } finally {
                 pool.shutdownNow();
                 assertTrue(pool.awaitTermination(60, TimeUnit.SECONDS));
@@ -86,7 +87,7 @@ class CudaContextTest {
 
     @Test
     void closeClosesWhatTheContextOwns() {
-        CudaContext context = GpuTestSupport.context();
+        CudaContext context = CudaTestDevice.context();
         DeviceMemory memory = context.allocate(1 << 20);
         DeviceMemory view = memory.slice(0, 16);
         PinnedMemory pinned = context.allocatePinned(4096);

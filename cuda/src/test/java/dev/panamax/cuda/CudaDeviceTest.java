@@ -1,7 +1,8 @@
 package dev.panamax.cuda;
 
 import dev.panamax.bindings.cuda.cuda_h;
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.GpuTest;
+import dev.panamax.testing.GpuTestSupport;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -10,12 +11,12 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-@Tag("gpu")
+@GpuTest
 class CudaDeviceTest {
 
     @Test
     void describesTheDevice() {
-        CudaDevice device = GpuTestSupport.device();
+        CudaDevice device = CudaTestDevice.device();
         assertTrue(Cuda.isAvailable());
         assertNull(Cuda.unavailabilityCause());
         assertTrue(Cuda.driverVersion() >= 12000, "driver CUDA version " + Cuda.driverVersion());
@@ -34,7 +35,7 @@ class CudaDeviceTest {
 
     @Test
     void ordinalsBeyondTheCountAreRejected() {
-        GpuTestSupport.device();
+        CudaTestDevice.device();
         int count = Cuda.deviceCount();
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Cuda.device(count));
         assertEquals("no CUDA device " + count + ": " + count + " device(s) visible", e.getMessage());
@@ -42,7 +43,7 @@ class CudaDeviceTest {
 
     @Test
     void driverErrorsAreNamedByTheDriver() {
-        CudaDevice device = GpuTestSupport.device();
+        CudaDevice device = CudaTestDevice.device();
         CudaException e = assertThrows(CudaException.class, () -> device.attribute(-5));
         assertEquals("CUDA_ERROR_INVALID_VALUE", e.errorName());
         assertEquals(cuda_h.CUDA_ERROR_INVALID_VALUE(), e.code());

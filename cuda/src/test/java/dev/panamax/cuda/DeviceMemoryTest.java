@@ -1,29 +1,30 @@
 package dev.panamax.cuda;
 
 import dev.panamax.memory.HostMemory;
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.GpuTest;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 
-import static dev.panamax.cuda.GpuTestSupport.MIB;
+import static dev.panamax.cuda.CudaTestDevice.MIB;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-@Tag("gpu")
+@GpuTest
 class DeviceMemoryTest {
 
     @ParameterizedTest
     @ValueSource(longs = {1, 4097, 64 << 20})
     void roundTripsHostToDeviceToDeviceToHost(long byteSize) {
-        try (CudaContext context = GpuTestSupport.context(); Arena arena = Arena.ofConfined()) {
+        try (CudaContext context = CudaTestDevice.context(); Arena arena = Arena.ofConfined()) {
             MemorySegment src = HostMemory.allocate(arena, byteSize);
-            GpuTestSupport.fillPattern(src, 1);
+            CudaTestDevice.fillPattern(src, 1);
             try (DeviceMemory a = context.allocate(byteSize); DeviceMemory b = context.allocate(byteSize)) {
                 assertEquals(byteSize, a.byteSize());
                 assertTrue(a.address() != 0 && a.address() != b.address());
@@ -31,7 +32,7 @@ class DeviceMemoryTest {
                 b.copyFrom(a);
                 MemorySegment dst = HostMemory.allocate(arena, byteSize);
                 b.copyToHost(dst);
-                GpuTestSupport.assertPattern(dst, 1);
+                CudaTestDevice.assertPattern(dst, 1);
             }
         }
     }
@@ -39,35 +40,35 @@ class DeviceMemoryTest {
     @ParameterizedTest
     @ValueSource(longs = {1, 4097, 64 << 20})
     void heapSegmentsAreCopiedToo(long byteSize) {
-        try (CudaContext context = GpuTestSupport.context(); DeviceMemory memory = context.allocate(byteSize)) {
+        try (CudaContext context = CudaTestDevice.context(); DeviceMemory memory = context.allocate(byteSize)) {
             MemorySegment src = MemorySegment.ofArray(new byte[(int) byteSize]);
-            GpuTestSupport.fillPattern(src, 2);
+            CudaTestDevice.fillPattern(src, 2);
             memory.copyFromHost(src);
             MemorySegment dst = MemorySegment.ofArray(new byte[(int) byteSize]);
             memory.copyToHost(dst);
-            GpuTestSupport.assertPattern(dst, 2);
+            CudaTestDevice.assertPattern(dst, 2);
         }
     }
 
     @Test
     void fillSetsEveryByte() {
         long n = 3 * MIB + 5;
-        try (CudaContext context = GpuTestSupport.context(); Arena arena = Arena.ofConfined();
+        try (CudaContext context = CudaTestDevice.context(); Arena arena = Arena.ofConfined();
              DeviceMemory memory = context.allocate(n)) {
             memory.fill((byte) 0xA5);
             MemorySegment dst = arena.allocate(n);
             memory.copyToHost(dst);
-            GpuTestSupport.assertAll(dst, (byte) 0xA5);
+            CudaTestDevice.assertAll(dst, (byte) 0xA5);
         }
     }
 
     @Test
     void slicesReadAndWriteTheirPartOnly() {
         long n = 10_000;
-        try (CudaContext context = GpuTestSupport.context(); Arena arena = Arena.ofConfined();
+        try (CudaContext context = CudaTestDevice.context(); Arena arena = Arena.ofConfined();
              DeviceMemory memory = context.allocate(n)) {
             MemorySegment whole = arena.allocate(n);
-            GpuTestSupport.fillPattern(whole, 4);
+            CudaTestDevice.fillPattern(whole, 4);
             memory.copyFromHost(whole);
 
             DeviceMemory view = memory.slice(1234, 5000);
@@ -79,8 +80,8 @@ class DeviceMemoryTest {
             MemorySegment back = arena.allocate(n);
             memory.copyToHost(back);
             for (long i = 0; i < n; i++) {
-                byte expected = i >= 1334 && i < 1384 ? 9 : GpuTestSupport.patternByte(i, 4);
-                assertEquals(expected, back.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i), "byte " + i);
+                byte expected = i >= 1334 && i < 1384 ? 9 : CudaTestDevice.patternByte(i, 4);
+                assertEquals(expected, back.get(ValueLayout.JAVA_BYTE, i), "byte " + i);
             }
             memory.slice(0, 100).copyFrom(memory.slice(n - 100, 100));
             MemorySegment head = arena.allocate(100);
@@ -91,7 +92,7 @@ class DeviceMemoryTest {
 
     @Test
     void closedMemoryIsNamedWhenUsed() {
-        try (CudaContext context = GpuTestSupport.context(); Arena arena = Arena.ofConfined()) {
+        try (CudaContext context = CudaTestDevice.context(); Arena arena = Arena.ofConfined()) {
             DeviceMemory memory = context.allocate(4096);
             DeviceMemory view = memory.slice(16, 32);
             String name = memory.toString();
@@ -116,7 +117,7 @@ class DeviceMemoryTest {
 
     @Test
     void tooLargeAllocationsFailWithTheDriversError() {
-        try (CudaContext context = GpuTestSupport.context()) {
+        try (CudaContext context = CudaTestDevice.context()) {
             long tooMuch = context.device().totalMemoryBytes() * 4;
             CudaException e = assertThrows(CudaException.class, () -> context.allocate(tooMuch));
             assertEquals("CUDA_ERROR_OUT_OF_MEMORY", e.errorName());
@@ -127,7 +128,7 @@ class DeviceMemoryTest {
     @Test
     void closingReturnsTheMemory() {
         long size = 256 * MIB;
-        try (CudaContext context = GpuTestSupport.context()) {
+        try (CudaContext context = CudaTestDevice.context()) {
             try (DeviceMemory warmUp = context.allocate(size)) { // the first allocation may set up driver state
                 warmUp.fill((byte) 0);
             }

@@ -26,12 +26,12 @@ public final class IpcChildMain {
             DeviceMemory data = mapped.slice(0, byteSize);
             MemorySegment host = arena.allocate(byteSize);
             data.copyToHost(host);
-            long bad = GpuTestSupport.firstMismatch(host, 1);
+            long bad = CudaTestDevice.firstMismatch(host, 1);
             if (bad >= 0) {
                 System.out.println("child: byte " + bad + " differs from the parent's pattern");
                 System.exit(2);
             }
-            GpuTestSupport.fillPattern(host, 2);
+            CudaTestDevice.fillPattern(host, 2);
             data.copyFromHost(host);
             context.synchronize();
             mapped.close();

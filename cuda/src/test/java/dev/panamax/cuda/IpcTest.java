@@ -1,11 +1,13 @@
 package dev.panamax.cuda;
 
 import dev.panamax.bindings.cuda.cuda_h;
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.ChildJvm;
+import dev.panamax.testing.GpuTest;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -14,13 +16,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assumptions.abort;
 
 /** Device memory shared with a child process through an IPC handle (CUDA IPC does not work within one process). */
-@Tag("gpu")
+@GpuTest
 class IpcTest {
 
     @Test
     void aChildProcessReadsAndWritesTheParentsDeviceMemory() throws Exception {
         long n = (1L << 20) + 3;
-        try (CudaContext context = GpuTestSupport.context(); Arena arena = Arena.ofConfined();
+        try (CudaContext context = CudaTestDevice.context(); Arena arena = Arena.ofConfined();
              DeviceMemory memory = context.allocate(n)) {
             IpcMemoryHandle handle;
             try {
@@ -33,7 +35,7 @@ class IpcTest {
             }
             assertThrows(IllegalStateException.class, () -> memory.slice(0, 16).ipcHandle());
             MemorySegment host = arena.allocate(n);
-            GpuTestSupport.fillPattern(host, 1);
+            CudaTestDevice.fillPattern(host, 1);
             memory.copyFromHost(host);
 
             List<String> options = new ArrayList<>();
@@ -41,12 +43,13 @@ class IpcTest {
             if (library != null) {
                 options.add("-Dpanamax.library.cuda=" + library);
             }
-            GpuTestSupport.ChildResult child = GpuTestSupport.runJvm(options, IpcChildMain.class,
-                    List.of(handle.toHex(), Long.toString(n), Integer.toString(context.device().ordinal())), 120);
+            ChildJvm.Result child = ChildJvm.run(IpcChildMain.class, options,
+                    List.of(handle.toHex(), Long.toString(n), Integer.toString(context.device().ordinal())),
+                    Duration.ofSeconds(120));
             assertEquals(0, child.exitCode(), child.output());
 
             memory.copyToHost(host);
-            GpuTestSupport.assertPattern(host, 2);
+            CudaTestDevice.assertPattern(host, 2);
         }
     }
 }

@@ -1,7 +1,9 @@
 package dev.panamax.cuda;
 
+import dev.panamax.testing.ChildJvm;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -13,8 +15,8 @@ class MissingLibraryTest {
     @Test
     void missingLibraryIsReportedWithTheLibraryAndTheSetting() throws Exception {
         String missing = "/nonexistent/panamax/libcuda.so.1";
-        GpuTestSupport.ChildResult r = GpuTestSupport.runJvm(List.of("-Dpanamax.library.cuda=" + missing),
-                MissingLibraryMain.class, List.of(), 60);
+        ChildJvm.Result r = ChildJvm.run(MissingLibraryMain.class, List.of("-Dpanamax.library.cuda=" + missing), List.of(),
+                Duration.ofSeconds(60));
         String out = r.output();
         assertEquals(0, r.exitCode(), out);
         String cause = "libcuda.so.1: library not available (" + missing

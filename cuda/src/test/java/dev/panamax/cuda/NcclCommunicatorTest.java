@@ -3,9 +3,11 @@ package dev.panamax.cuda;
 import dev.panamax.bindings.nccl.nccl_h;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.GpuTest;
+import dev.panamax.testing.GpuTestSupport;
+import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
@@ -20,10 +22,6 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -31,7 +29,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * NCCL on the test device: a one-rank communicator runs every operation, each result checked element by
@@ -39,7 +36,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * element size would show there). With one rank every reduction returns its input; the two-rank test, which
  * tells the operators apart, needs two devices.
  */
-@Tag("gpu")
+@GpuTest
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class NcclCommunicatorTest {
     private static final Duration TIMEOUT = Duration.ofSeconds(120);
@@ -56,7 +53,7 @@ class NcclCommunicatorTest {
     @BeforeEach
     void setUp() {
         if (comm == null) {
-            context = GpuTestSupport.ncclContext();
+            context = CudaTestDevice.ncclContext();
             stream = context.createStream();
             comm = NcclCommunicator.create(context, 0, 1, Nccl.newUniqueId(), TIMEOUT);
         }
@@ -273,25 +270,15 @@ class NcclCommunicatorTest {
     @Test
     void twoRanksOnTwoDevicesReduceGatherScatterAndExchange() throws Exception {
         int devices = Cuda.deviceCount();
-        assumeTrue(devices >= 2, "two ranks need two devices (NCCL does not support two ranks of one communicator "
-                + "on one device); " + devices + " visible");
-        NcclUniqueId id = Nccl.newUniqueId();
-        ExecutorService pool = Executors.newFixedThreadPool(2);
-        try {
-            List<Future<?>> ranks = new ArrayList<>();
-            for (int r = 0; r < 2; r++) {
-                int rank = r;
-                ranks.add(pool.submit(() -> {
-                    runRank(rank, id);
-                    return null;
-                }));
-            }
-            for (Future<?> f : ranks) {
-                f.get(600, TimeUnit.SECONDS);
-            }
-        } finally {
-            pool.shutdownNow();
+        if (devices < 2) {
+            // Two ranks need two devices: NCCL does not support two ranks of one communicator on one device.
+            GpuTestSupport.tooFewDevices(2, devices);
         }
+        NcclUniqueId id = Nccl.newUniqueId();
+        RankThreads.onEachRank(2, Duration.ofSeconds(600), rank -> {
+            runRank(rank, id);
+            return null;
+        });
     }
 
     private static void runRank(int rank, NcclUniqueId id) {

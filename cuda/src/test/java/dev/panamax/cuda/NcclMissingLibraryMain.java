@@ -2,6 +2,7 @@ package dev.panamax.cuda;
 
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.concurrent.Callable;
 
 /** Run in a separate JVM by {@link NcclMissingLibraryTest}, with libnccl pointed at a missing file. */
 public final class NcclMissingLibraryMain {
@@ -24,7 +25,7 @@ public final class NcclMissingLibraryMain {
                 new NcclUniqueId(new byte[NcclUniqueId.BYTE_SIZE]), Duration.ofSeconds(1)));
     }
 
-    private static void attempt(String what, java.util.concurrent.Callable<?> call) {
+    private static void attempt(String what, Callable<?> call) {
         try {
             System.out.println(what + "=returned " + call.call());
         } catch (IllegalStateException e) {

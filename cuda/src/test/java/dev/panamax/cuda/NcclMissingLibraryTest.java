@@ -1,7 +1,9 @@
 package dev.panamax.cuda;
 
+import dev.panamax.testing.ChildJvm;
 import org.junit.jupiter.api.Test;
 
+import java.time.Duration;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -13,8 +15,8 @@ class NcclMissingLibraryTest {
     @Test
     void missingLibraryIsReportedWithTheLibraryAndTheSetting() throws Exception {
         String missing = "/nonexistent/panamax/libnccl.so.2";
-        GpuTestSupport.ChildResult r = GpuTestSupport.runJvm(List.of("-Dpanamax.library.nccl=" + missing),
-                NcclMissingLibraryMain.class, List.of(), 60);
+        ChildJvm.Result r = ChildJvm.run(NcclMissingLibraryMain.class, List.of("-Dpanamax.library.nccl=" + missing), List.of(),
+                Duration.ofSeconds(60));
         String out = r.output();
         assertEquals(0, r.exitCode(), out);
         String cause = "libnccl.so.2: library not available (" + missing

@@ -4,8 +4,8 @@ import dev.panamax.memory.DataType;
 import dev.panamax.memory.Half;
 import dev.panamax.memory.ReduceOp;
 import dev.panamax.memory.Reductions;
+import dev.panamax.testing.GpuTest;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -33,7 +33,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  * host). NaN payloads are not specified, so two NaNs match whatever their bits. The elements around the
  * range are compared too: they must be left alone.
  */
-@Tag("gpu")
+@GpuTest
 class ReductionKernelsTest {
     private static final long[] COUNTS = {0, 1, 7, 4097, (1 << 20) + 3};
     /** Element offsets of inout and in: aligned, misaligned alike (16-byte packs in the middle), misaligned apart. */
@@ -47,9 +47,9 @@ class ReductionKernelsTest {
 
     /** One context and module for the class: loading compiles 40 kernels. Skips without a GPU. */
     private static ReductionKernels kernels() {
-        GpuTestSupport.device();
+        CudaTestDevice.device();
         if (kernels == null) {
-            context = GpuTestSupport.context();
+            context = CudaTestDevice.context();
             kernels = ReductionKernels.load(context);
         }
         return kernels;
@@ -210,8 +210,8 @@ class ReductionKernelsTest {
 
     @Test
     void closingTheContextUnloadsTheKernelsOnce() {
-        GpuTestSupport.device();
-        try (CudaContext own = GpuTestSupport.context()) {
+        CudaTestDevice.device();
+        try (CudaContext own = CudaTestDevice.context()) {
             ReductionKernels loaded = ReductionKernels.load(own);
             assertTrue(loaded.isOpen());
             assertEquals(own, loaded.context());
@@ -234,7 +234,7 @@ class ReductionKernelsTest {
     @Test
     void launchesOnAStreamOfAnotherContextAreRejected() {
         ReductionKernels k = kernels();
-        try (CudaContext other = GpuTestSupport.context(); CudaStream stream = other.createStream();
+        try (CudaContext other = CudaTestDevice.context(); CudaStream stream = other.createStream();
              DeviceMemory m = context.allocate(64)) {
             // Another retain of the same primary context is still another CudaContext object: ownership is per object.
             assertThrows(IllegalArgumentException.class,

@@ -1,5 +1,6 @@
 package dev.panamax.memory;
 
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Locale;
 
@@ -66,7 +67,7 @@ public enum DataType {
     }
 
     /** Reads element {@code index} (counted from byte {@code offset}) widened to double. */
-    public double getAsDouble(java.lang.foreign.MemorySegment segment, long offset, long index) {
+    public double getAsDouble(MemorySegment segment, long offset, long index) {
         long at = offset + index * byteSize;
         return switch (this) {
             case FLOAT32 -> segment.get(ValueLayout.JAVA_FLOAT_UNALIGNED, at);
@@ -81,7 +82,7 @@ public enum DataType {
     }
 
     /** Reads element {@code index} as a long (integer types only; exact). */
-    public long getAsLong(java.lang.foreign.MemorySegment segment, long offset, long index) {
+    public long getAsLong(MemorySegment segment, long offset, long index) {
         long at = offset + index * byteSize;
         return switch (this) {
             case INT32 -> segment.get(ValueLayout.JAVA_INT_UNALIGNED, at);
@@ -93,7 +94,7 @@ public enum DataType {
     }
 
     /** Writes element {@code index}, converting from double (rounding to nearest-even for floats, truncating for integers). */
-    public void setFromDouble(java.lang.foreign.MemorySegment segment, long offset, long index, double value) {
+    public void setFromDouble(MemorySegment segment, long offset, long index, double value) {
         long at = offset + index * byteSize;
         switch (this) {
             case FLOAT32 -> segment.set(ValueLayout.JAVA_FLOAT_UNALIGNED, at, (float) value);

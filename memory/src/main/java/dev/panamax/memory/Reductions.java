@@ -17,8 +17,11 @@ import java.util.Optional;
  *
  * <p>Errors: an operand range outside its segment throws {@link IndexOutOfBoundsException} naming
  * the operand; a negative count throws {@link IllegalArgumentException}; a segment whose arena is
- * closed throws {@link IllegalStateException}; a read-only destination throws
- * {@link UnsupportedOperationException}. A count of 0 checks the offsets and does nothing else.
+ * closed throws {@link IllegalStateException}; a read-only destination (the {@code dst} of
+ * {@code reduce}, the {@code acc} of {@code accumulate}, the segment of {@code divide}) throws
+ * {@link UnsupportedOperationException}, for every type and every count above 0, before anything
+ * is written. A count of 0 checks the offsets and does nothing else: it writes nothing, so it
+ * accepts a read-only destination.
  *
  * <p>Speed: when the incubator module {@code jdk.incubator.vector} is in the boot layer (run with
  * {@code --add-modules jdk.incubator.vector}), all types but float16 run on the Vector API at
@@ -79,6 +82,9 @@ public final class Reductions {
         if (count == 0) {
             return;
         }
+        // Checked here rather than left to the writes: the plain loops would throw IllegalArgumentException
+        // (MemorySegment.set) and the Vector API UnsupportedOperationException, by type and length.
+        requireWritable("dst", dst);
         MemorySegment d = dst.asSlice(dstOffset, bytes);
         MemorySegment x = a.asSlice(aOffset, bytes);
         MemorySegment y = b.asSlice(bOffset, bytes);
@@ -105,7 +111,11 @@ public final class Reductions {
         }
         long bytes = byteCount(type, count);
         checkRange("segment", segment, offset, bytes);
-        if (count == 0 || divisor == 1) {
+        if (count == 0) {
+            return;
+        }
+        requireWritable("segment", segment);
+        if (divisor == 1) {
             return;
         }
         MemorySegment s = segment.asSlice(offset, bytes);
@@ -123,6 +133,13 @@ public final class Reductions {
             return Math.multiplyExact(count, (long) type.byteSize());
         } catch (ArithmeticException e) {
             throw new IllegalArgumentException("element count too large: " + count + " elements of " + type.canonicalName());
+        }
+    }
+
+    private static void requireWritable(String name, MemorySegment s) {
+        if (s.isReadOnly()) {
+            throw new UnsupportedOperationException("reduction operand '" + name + "' is the destination and must be"
+                    + " writable, but its segment of " + s.byteSize() + " bytes is read-only");
         }
     }
 

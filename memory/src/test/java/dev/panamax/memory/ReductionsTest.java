@@ -370,6 +370,78 @@ class ReductionsTest {
         }
     }
 
+    /** Element counts for the read-only checks: one, fewer than a vector, many vectors and a tail. */
+    static final long[] READ_ONLY_COUNTS = {1, 3, 1027};
+
+    static Stream<Arguments> readOnlyCases() {
+        List<Arguments> out = new ArrayList<>();
+        for (boolean vector : new boolean[]{true, false}) {
+            for (DataType t : DataType.values()) {
+                for (long count : READ_ONLY_COUNTS) {
+                    out.add(Arguments.of(vector, t, count));
+                }
+            }
+        }
+        return out.stream();
+    }
+
+    /**
+     * One exception type for a read-only destination whatever the type and length: the plain loops
+     * (short ranges, float16 always) used to throw IllegalArgumentException from MemorySegment.set, the
+     * Vector API UnsupportedOperationException.
+     */
+    @ParameterizedTest(name = "vector={0} {1} count={2}")
+    @MethodSource("readOnlyCases")
+    void readOnlyDestinationThrowsUnsupportedOperation(boolean vector, DataType t, long count) {
+        try (Arena arena = Arena.ofConfined()) {
+            long bytes = count * t.byteSize();
+            MemorySegment s = arena.allocate(bytes, 64);
+            MemorySegment readOnly = s.asReadOnly();
+            UnsupportedOperationException e = assertThrows(UnsupportedOperationException.class,
+                    () -> Reductions.reduce(vector, t, ReduceOp.SUM, readOnly, 0, s, 0, s, 0, count));
+            assertTrue(e.getMessage().contains("'dst'") && e.getMessage().contains("read-only"), e.getMessage());
+            assertThrows(UnsupportedOperationException.class,
+                    () -> Reductions.reduce(vector, t, ReduceOp.MAX, readOnly, 0, readOnly, 0, s, 0, count));
+            UnsupportedOperationException d = assertThrows(UnsupportedOperationException.class,
+                    () -> Reductions.divide(vector, t, readOnly, 0, count, 3));
+            assertTrue(d.getMessage().contains("'segment'") && d.getMessage().contains("read-only"), d.getMessage());
+            // Dividing by 1 writes nothing, but the destination is checked all the same.
+            assertThrows(UnsupportedOperationException.class, () -> Reductions.divide(vector, t, readOnly, 0, count, 1));
+        }
+    }
+
+    /** The public entry points, with whichever kernels this JVM runs. */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(DataType.class)
+    void readOnlyDestinationThrowsUnsupportedOperationThroughThePublicMethods(DataType t) {
+        try (Arena arena = Arena.ofConfined()) {
+            for (long count : READ_ONLY_COUNTS) {
+                MemorySegment s = arena.allocate(count * t.byteSize(), 64);
+                MemorySegment readOnly = s.asReadOnly();
+                assertThrows(UnsupportedOperationException.class,
+                        () -> Reductions.accumulate(t, ReduceOp.SUM, readOnly, 0, s, 0, count), "count " + count);
+                assertThrows(UnsupportedOperationException.class,
+                        () -> Reductions.reduce(t, ReduceOp.MIN, readOnly, 0, s, 0, s, 0, count), "count " + count);
+                assertThrows(UnsupportedOperationException.class,
+                        () -> Reductions.divide(t, readOnly, 0, count, 2), "count " + count);
+            }
+        }
+    }
+
+    /** A count of 0 writes nothing: it checks the offsets only, and a read-only destination is accepted. */
+    @ParameterizedTest(name = "vector={0} {1}")
+    @MethodSource("divideCases")
+    void zeroCountAcceptsAReadOnlyDestination(boolean vector, DataType t) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(16, 64);
+            MemorySegment readOnly = s.asReadOnly();
+            Reductions.reduce(vector, t, ReduceOp.SUM, readOnly, 0, s, 0, s, 0, 0);
+            Reductions.divide(vector, t, readOnly, 16, 0, 2);
+            assertThrows(IndexOutOfBoundsException.class,
+                    () -> Reductions.reduce(vector, t, ReduceOp.SUM, readOnly, 17, s, 0, s, 0, 0));
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(booleans = {true, false})
     void heapSegmentsWork(boolean vector) {

@@ -10,6 +10,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 
 /**
  * The all-reduce cost model of paper 004: one all-reduce of m bytes takes {@code a + b m}
@@ -369,7 +370,7 @@ public record AllReduceModel(double a, double b, double gamma, double copy, doub
 
     @Override
     public String toString() {
-        return String.format(java.util.Locale.ROOT, "a=%.3gs b=%.3gs/B gamma=%.3f copy=%.3gs/B pairA=%.3gs%s", a, b, gamma, copy, pairA,
+        return String.format(Locale.ROOT, "a=%.3gs b=%.3gs/B gamma=%.3f copy=%.3gs/B pairA=%.3gs%s", a, b, gamma, copy, pairA,
                 maxFusedBytes == Long.MAX_VALUE ? "" : " maxFusedBytes=" + maxFusedBytes);
     }
 }

@@ -1,5 +1,6 @@
 package dev.panamax.ml;
 
+import dev.panamax.collectives.plan.LinearFit;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -30,12 +31,12 @@ class AllReduceModelTest {
         for (int i = 0; i < m.length; i++) {
             t[i] = 20e-6 + 1e-9 * m[i];
         }
-        dev.panamax.collectives.plan.LinearFit.Line exact = AllReduceModel.relativeFit(m, t);
+        LinearFit.Line exact = AllReduceModel.relativeFit(m, t);
         assertEquals(20e-6, exact.alpha(), 1e-12);
         assertEquals(1e-9, exact.beta(), 1e-18);
         t[t.length - 1] *= 1.5;
         double relative = AllReduceModel.relativeFit(m, t).alpha();
-        double plain = dev.panamax.collectives.plan.LinearFit.linear(m, t).alpha();
+        double plain = LinearFit.linear(m, t).alpha();
         assertTrue(Math.abs(relative - 20e-6) < 5e-6, "relative fit a = " + relative);
         assertTrue(Math.abs(plain - 20e-6) > 100e-6, "plain fit a = " + plain);
     }

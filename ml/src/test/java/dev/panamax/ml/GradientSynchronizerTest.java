@@ -6,6 +6,7 @@ import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -13,6 +14,7 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.UnaryOperator;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -35,7 +37,7 @@ class GradientSynchronizerTest {
      * order (sleeping {@code gapNanos} between tensors), waits, and checks the average (or sum)
      * element by element. Returns each rank's final layer types.
      */
-    static List<LayerType[]> train(int n, java.util.function.UnaryOperator<GradientSynchronizer.Builder> configure, boolean average, long gapNanos, int iterations) {
+    static List<LayerType[]> train(int n, UnaryOperator<GradientSynchronizer.Builder> configure, boolean average, long gapNanos, int iterations) {
         return LocalRanks.run(n, comm -> {
             try (Arena arena = Arena.ofShared();
                  GradientSynchronizer sync = configure.apply(GradientSynchronizer.builder(comm).average(average)).build()) {
@@ -48,7 +50,7 @@ class GradientSynchronizerTest {
                 for (int it = 0; it < iterations; it++) {
                     for (int t = 0; t < COUNTS.length; t++) {
                         for (long j = 0; j < COUNTS[t]; j++) {
-                            grads.get(t).setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, j, input(comm.rank(), it, t, j));
+                            grads.get(t).setAtIndex(ValueLayout.JAVA_FLOAT, j, input(comm.rank(), it, t, j));
                         }
                         if (gapNanos > 0) {
                             LockSupport.parkNanos(gapNanos);
@@ -63,7 +65,7 @@ class GradientSynchronizerTest {
                                 sum += input(r, it, t, j);
                             }
                             double want = average ? sum / n : sum;
-                            float got = grads.get(t).getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, j);
+                            float got = grads.get(t).getAtIndex(ValueLayout.JAVA_FLOAT, j);
                             if (Math.abs(got - want) > 1e-5 * Math.max(1, Math.abs(want))) {
                                 throw new AssertionError("rank " + comm.rank() + " iteration " + it + " tensor " + t + " element " + j
                                         + ": " + got + ", expected " + want + " (types " + Arrays.toString(sync.layerTypes()) + ")");
@@ -141,7 +143,7 @@ class GradientSynchronizerTest {
                     }
                     for (int t = 0; t < g.length; t++) {
                         g[t].fill((byte) 0);
-                        g[t].set(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0, comm.rank() + it);
+                        g[t].set(ValueLayout.JAVA_FLOAT, 0, comm.rank() + it);
                         if (t == 4) {
                             LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(3));
                         }
@@ -149,7 +151,7 @@ class GradientSynchronizerTest {
                     }
                     sync.awaitAll();
                     for (MemorySegment s : g) {
-                        assertEquals(0.5f + it, s.get(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0));
+                        assertEquals(0.5f + it, s.get(ValueLayout.JAVA_FLOAT, 0));
                     }
                 }
                 synchronized (profiles) {

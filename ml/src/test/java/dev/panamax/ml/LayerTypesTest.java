@@ -160,7 +160,7 @@ class LayerTypesTest {
         assertArrayEquals(new int[][]{{0, 1, 2}, {3}, {4, 5}, {6}, {7, 8}}, g.groups);
         // {3} and {4, 5} end simultaneous: they join the batch of {0, 1, 2} (group indices 0, 1, 2).
         assertArrayEquals(new int[][]{{0, 1, 2}, {3}, {4}}, g.batches);
-        assertTrue(org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+        assertTrue(assertThrows(IllegalArgumentException.class,
                 () -> Grouping.of(new LayerType[]{NORMAL, MERGED})).getMessage().contains("cannot be MERGED"));
     }
 }

@@ -6,7 +6,8 @@ import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
-import dev.panamax.ml.SharedVariable;
+import dev.panamax.ml.shared.SharedReduction;
+import dev.panamax.ml.shared.SharedVariable;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.BarrierTaskInfo;
 import org.apache.spark.api.java.JavaRDD;
@@ -142,7 +143,7 @@ public final class PanamaxBarrier {
      * of a task is collective over the stage; the variables and their communicator close when the
      * executor's last task of the stage ends.
      */
-    public static SharedVariable sharedVariable(BarrierTaskContext context, String key, SharedVariable.Reduction reduction) {
+    public static SharedVariable sharedVariable(BarrierTaskContext context, String key, SharedReduction reduction) {
         long id = context.taskAttemptId();
         SharedProcessGroup group = TASK_GROUPS.get(id);
         if (group == null) {

@@ -5,7 +5,7 @@ import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.CommunicatorBuilder;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
-import dev.panamax.ml.SharedVariable;
+import dev.panamax.ml.shared.SharedVariable;
 import org.apache.spark.BarrierTaskContext;
 
 import java.util.ArrayList;

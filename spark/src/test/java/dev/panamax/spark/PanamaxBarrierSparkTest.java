@@ -3,7 +3,8 @@ package dev.panamax.spark;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
-import dev.panamax.ml.SharedVariable;
+import dev.panamax.ml.shared.SharedReduction;
+import dev.panamax.ml.shared.SharedVariable;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -13,6 +14,7 @@ import org.junit.jupiter.api.Test;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -76,7 +78,7 @@ class PanamaxBarrierSparkTest {
 
         double[] wantSum = new double[LENGTH];
         float[] wantMax = new float[LENGTH];
-        java.util.Arrays.fill(wantMax, Float.NEGATIVE_INFINITY);
+        Arrays.fill(wantMax, Float.NEGATIVE_INFINITY);
         for (int p = 0; p < TASKS; p++) {
             for (int i = 0; i < LENGTH; i++) {
                 wantSum[i] += value(p, 0, i);
@@ -98,7 +100,7 @@ class PanamaxBarrierSparkTest {
         List<double[]> out = PanamaxBarrier.mapPartitions(partitions(), (ctx, it) -> {
             int p = ctx.partitionId();
             SharedVariable v = PanamaxBarrier.sharedVariable(ctx, "weights",
-                    SharedVariable.Reduction.of(DataType.FLOAT64, ReduceOp.AVG));
+                    SharedReduction.of(DataType.FLOAT64, ReduceOp.AVG));
             List<double[]> results = new ArrayList<>();
             for (int k = 0; k < rounds; k++) {
                 double[] mine = new double[LENGTH];
@@ -130,7 +132,7 @@ class PanamaxBarrierSparkTest {
             }
             // local[4] runs every task in one executor: one process of 4 tasks.
             assertEquals(TASKS, (int) r[2], "numTasks of the executor");
-            assertArrayEquals(want, java.util.Arrays.copyOfRange(r, 3, r.length), "partition " + (int) r[0] + " round " + k);
+            assertArrayEquals(want, Arrays.copyOfRange(r, 3, r.length), "partition " + (int) r[0] + " round " + k);
         }
     }
 

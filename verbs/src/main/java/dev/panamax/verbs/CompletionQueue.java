@@ -4,6 +4,7 @@ import dev.panamax.bindings.verbs.ibv_context;
 import dev.panamax.bindings.verbs.ibv_context_ops;
 import dev.panamax.bindings.verbs.ibv_cq;
 import dev.panamax.bindings.verbs.verbs_h;
+import dev.panamax.memory.concurrent.IdleStrategy;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Set;

@@ -1,7 +1,5 @@
 package dev.panamax.verbs;
 
-import dev.panamax.verbs.internal.RangeCache;
-
 import java.lang.foreign.MemorySegment;
 
 /**

@@ -1,7 +1,7 @@
 package dev.panamax.verbs;
 
 import dev.panamax.memory.HostMemory;
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.RdmaTest;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -12,13 +12,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Queue pairs before completion queues and memory regions, before the domain, before the context; each once. */
-@Tag("rdma")
+@RdmaTest
 class ClosingTest {
 
     @Test
     void closingInOrderClosesEachObjectOnce() {
         try (Arena arena = Arena.ofConfined()) {
-            VerbsContext context = RdmaTestSupport.openDevice();
+            VerbsContext context = RdmaTestDevice.openDevice();
             ProtectionDomain pd = context.allocateProtectionDomain();
             CompletionQueue cq = context.createCompletionQueue(8);
             assertTrue(cq.capacity() >= 8);
@@ -48,7 +48,7 @@ class ClosingTest {
     @Test
     void closingTheContextClosesEverythingItOwnsInOrder() {
         Arena arena = Arena.ofConfined();
-        VerbsContext context = RdmaTestSupport.openDevice();
+        VerbsContext context = RdmaTestDevice.openDevice();
         ProtectionDomain pd1 = context.allocateProtectionDomain();
         ProtectionDomain pd2 = context.allocateProtectionDomain();
         CompletionQueue cq1 = context.createCompletionQueue(8);
@@ -72,7 +72,7 @@ class ClosingTest {
 
     @Test
     void aCompletionQueueInUseCannotBeClosed() {
-        try (VerbsContext context = RdmaTestSupport.openDevice()) {
+        try (VerbsContext context = RdmaTestDevice.openDevice()) {
             ProtectionDomain pd = context.allocateProtectionDomain();
             CompletionQueue cq = context.createCompletionQueue(8);
             QueuePair qp = pd.createReliableQueuePair(cq, cq, QpCapabilities.of(4, 4));
@@ -87,7 +87,7 @@ class ClosingTest {
 
     @Test
     void closingADomainClosesItsQueuePairsAndRegions() {
-        try (VerbsContext context = RdmaTestSupport.openDevice(); Arena arena = Arena.ofConfined()) {
+        try (VerbsContext context = RdmaTestDevice.openDevice(); Arena arena = Arena.ofConfined()) {
             ProtectionDomain pd = context.allocateProtectionDomain();
             CompletionQueue cq = context.createCompletionQueue(8);
             QueuePair qp = pd.createReliableQueuePair(cq, cq, QpCapabilities.of(4, 4));

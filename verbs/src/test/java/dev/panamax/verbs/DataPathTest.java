@@ -1,24 +1,24 @@
 package dev.panamax.verbs;
 
 import dev.panamax.memory.HostMemory;
-import dev.panamax.verbs.RdmaTestSupport.Loopback;
+import dev.panamax.testing.RdmaTest;
+import dev.panamax.verbs.RdmaTestDevice.Loopback;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
-import static dev.panamax.verbs.RdmaTestSupport.awaitOne;
-import static dev.panamax.verbs.RdmaTestSupport.fill;
+import static dev.panamax.verbs.RdmaTestDevice.awaitOne;
+import static dev.panamax.verbs.RdmaTestDevice.fill;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Two connected queue pairs on one port: send/receive, RDMA write, write with immediate, RDMA read. */
-@Tag("rdma")
+@RdmaTest
 class DataPathTest {
     private static final int SIZE = 16384;
 

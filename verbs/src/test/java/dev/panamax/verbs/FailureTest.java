@@ -2,21 +2,22 @@ package dev.panamax.verbs;
 
 import dev.panamax.bindings.verbs.verbs_h;
 import dev.panamax.memory.HostMemory;
-import dev.panamax.verbs.RdmaTestSupport.Loopback;
-import org.junit.jupiter.api.Tag;
+import dev.panamax.memory.concurrent.IdleStrategies;
+import dev.panamax.testing.RdmaTest;
+import dev.panamax.verbs.RdmaTestDevice.Loopback;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
-import static dev.panamax.verbs.RdmaTestSupport.TIMEOUT_NANOS;
+import static dev.panamax.verbs.RdmaTestDevice.TIMEOUT_NANOS;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Failures surface as exceptions that say what is wrong. */
-@Tag("rdma")
+@RdmaTest
 class FailureTest {
 
     @Test
@@ -28,7 +29,7 @@ class FailureTest {
                     .remote(mrB.address(), mrB.rkey() ^ 0x5A5A_0000);
             l.a.postSend(write);
             WorkCompletions wcs = WorkCompletions.allocate(arena, 4);
-            assertEquals(1, l.cqA.await(wcs, TIMEOUT_NANOS, IdleStrategy.backoff()));
+            assertEquals(1, l.cqA.await(wcs, TIMEOUT_NANOS, IdleStrategies.backoff()));
             assertFalse(wcs.isSuccess(0));
             assertEquals("remote access error", wcs.statusString(0));
             WorkCompletionException e = assertThrows(WorkCompletionException.class, () -> wcs.requireSuccess(0));
@@ -52,7 +53,7 @@ class FailureTest {
             l.b.postReceive(ReceiveRequest.allocate(arena).wrId(8).local(mr, 0, 128));
             l.b.toError();
             WorkCompletions wcs = WorkCompletions.allocate(arena, 4);
-            assertEquals(1, l.cqB.await(wcs, TIMEOUT_NANOS, IdleStrategy.backoff()));
+            assertEquals(1, l.cqB.await(wcs, TIMEOUT_NANOS, IdleStrategies.backoff()));
             assertEquals(8, wcs.wrId(0));
             assertEquals(verbs_h.IBV_WC_WR_FLUSH_ERR(), wcs.status(0));
             WorkCompletionException e = assertThrows(WorkCompletionException.class, () -> wcs.requireSuccess(0));
@@ -110,7 +111,7 @@ class FailureTest {
         try (Loopback l = new Loopback().connect(); Arena arena = Arena.ofConfined()) {
             WorkCompletions wcs = WorkCompletions.allocate(arena, 1);
             VerbsTimeoutException e = assertThrows(VerbsTimeoutException.class,
-                    () -> l.cqA.await(wcs, 50_000_000L, IdleStrategy.backoff()));
+                    () -> l.cqA.await(wcs, 50_000_000L, IdleStrategies.backoff()));
             assertTrue(e.getMessage().contains(l.cqA.toString() + " within 50 ms"), e.getMessage());
             assertTrue(e.getMessage().contains(l.context.deviceName()), e.getMessage());
         }

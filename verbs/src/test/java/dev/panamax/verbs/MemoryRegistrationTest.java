@@ -1,7 +1,7 @@
 package dev.panamax.verbs;
 
 import dev.panamax.memory.HostMemory;
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.RdmaTest;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
@@ -14,12 +14,12 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-@Tag("rdma")
+@RdmaTest
 class MemoryRegistrationTest {
 
     @Test
     void registersSegmentsAndSlicesWithTheirExactRange() {
-        try (VerbsContext context = RdmaTestSupport.openDevice();
+        try (VerbsContext context = RdmaTestDevice.openDevice();
              Arena arena = Arena.ofConfined()) {
             ProtectionDomain pd = context.allocateProtectionDomain();
             long size = 64L << 20; // 64 MiB: more than an int of pages' worth of bytes is beyond the test VM
@@ -52,7 +52,7 @@ class MemoryRegistrationTest {
 
     @Test
     void refusesHeapEmptyAndDeadSegments() {
-        try (VerbsContext context = RdmaTestSupport.openDevice()) {
+        try (VerbsContext context = RdmaTestDevice.openDevice()) {
             ProtectionDomain pd = context.allocateProtectionDomain();
             assertThrows(IllegalArgumentException.class,
                     () -> pd.register(MemorySegment.ofArray(new byte[64]), Access.LOCAL_WRITE));
@@ -69,7 +69,7 @@ class MemoryRegistrationTest {
 
     @Test
     void anArenaOwnedRegionIsDeregisteredOnceWhenTheArenaCloses() {
-        try (VerbsContext context = RdmaTestSupport.openDevice()) {
+        try (VerbsContext context = RdmaTestDevice.openDevice()) {
             ProtectionDomain pd = context.allocateProtectionDomain();
             MemoryRegion mr;
             try (Arena arena = Arena.ofConfined()) {
@@ -86,7 +86,7 @@ class MemoryRegistrationTest {
 
     @Test
     void anArenaOwnedRegionClosedFirstIsNotDeregisteredAgainByTheArena() {
-        try (VerbsContext context = RdmaTestSupport.openDevice()) {
+        try (VerbsContext context = RdmaTestDevice.openDevice()) {
             ProtectionDomain pd = context.allocateProtectionDomain();
             Arena arena = Arena.ofShared();
             MemoryRegion explicit = pd.register(arena.allocate(4096, 4096), Access.LOCAL_WRITE, arena);
@@ -104,7 +104,7 @@ class MemoryRegistrationTest {
 
     @Test
     void aClosedOwnerArenaIsRefused() {
-        try (VerbsContext context = RdmaTestSupport.openDevice();
+        try (VerbsContext context = RdmaTestDevice.openDevice();
              Arena live = Arena.ofConfined()) {
             ProtectionDomain pd = context.allocateProtectionDomain();
             Arena closed = Arena.ofConfined();

@@ -1,12 +1,10 @@
 package dev.panamax.verbs;
 
+import dev.panamax.testing.ChildJvm;
 import org.junit.jupiter.api.Test;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -26,19 +24,10 @@ class MissingLibraryTest {
         assertTrue(out.contains("open=RDMA verbs are not available: " + cause + "\n"), out);
     }
 
-    private static String runJvm(String property) throws IOException, InterruptedException {
-        List<String> cmd = List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--enable-native-access=ALL-UNNAMED", property, "-cp", System.getProperty("java.class.path"),
-                MissingLibraryMain.class.getName());
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-        pb.environment().remove("PANAMAX_LIBRARY_IBVERBS");
-        Process p = pb.start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(60, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            throw new AssertionError("probe JVM timed out: " + out);
-        }
-        assertEquals(0, p.exitValue(), out);
-        return out;
+    private static String runJvm(String property) throws Exception {
+        ChildJvm.Result r = ChildJvm.run(MissingLibraryMain.class, List.of(property), List.of(),
+                env -> env.remove("PANAMAX_LIBRARY_IBVERBS"), Duration.ofSeconds(60));
+        assertEquals(0, r.exitCode(), r.output());
+        return r.output();
     }
 }

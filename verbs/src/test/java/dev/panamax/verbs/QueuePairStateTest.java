@@ -1,19 +1,19 @@
 package dev.panamax.verbs;
 
-import dev.panamax.verbs.RdmaTestSupport.Loopback;
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.RdmaTest;
+import dev.panamax.verbs.RdmaTestDevice.Loopback;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 
-import static dev.panamax.verbs.RdmaTestSupport.PORT;
+import static dev.panamax.verbs.RdmaTestDevice.PORT;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-@Tag("rdma")
+@RdmaTest
 class QueuePairStateTest {
 
     @Test
@@ -30,7 +30,7 @@ class QueuePairStateTest {
             assertEquals(QpState.INIT, a.state());
             a.postReceive(recv); // receives may wait in INIT
 
-            int mtu = RdmaTestSupport.mtu(l.context);
+            int mtu = RdmaTestDevice.mtu(l.context);
             QpEndpoint ea = a.localEndpoint(PORT, l.gidIndex, 0x1234);
             QpEndpoint eb = b.localEndpoint(PORT, l.gidIndex, 0x5678);
             assertThrows(IllegalStateException.class, () -> a.readyToSend(ea), "RTS needs RTR");

@@ -1,15 +1,15 @@
 package dev.panamax.verbs;
 
 import dev.panamax.memory.HostMemory;
-import dev.panamax.verbs.RdmaTestSupport.Loopback;
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.RdmaTest;
+import dev.panamax.verbs.RdmaTestDevice.Loopback;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
-import static dev.panamax.verbs.RdmaTestSupport.awaitOne;
-import static dev.panamax.verbs.RdmaTestSupport.fill;
+import static dev.panamax.verbs.RdmaTestDevice.awaitOne;
+import static dev.panamax.verbs.RdmaTestDevice.fill;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
@@ -17,7 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-@Tag("rdma")
+@RdmaTest
 class RegistrationCacheTest {
 
     @Test

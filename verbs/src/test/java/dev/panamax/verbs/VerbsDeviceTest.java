@@ -1,23 +1,23 @@
 package dev.panamax.verbs;
 
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.RdmaTest;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
 
-import static dev.panamax.verbs.RdmaTestSupport.PORT;
+import static dev.panamax.verbs.RdmaTestDevice.PORT;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-@Tag("rdma")
+@RdmaTest
 class VerbsDeviceTest {
 
     @Test
     void listsAndOpensDevicesByName() {
-        try (VerbsContext first = RdmaTestSupport.openDevice()) {
+        try (VerbsContext first = RdmaTestDevice.openDevice()) {
             List<RdmaDevice> devices = Verbs.devices();
             System.out.println("verbs devices: " + devices);
             assertFalse(devices.isEmpty());
@@ -37,7 +37,7 @@ class VerbsDeviceTest {
 
     @Test
     void queriesThePortAndFindsAGidToConnectWith() {
-        try (VerbsContext context = RdmaTestSupport.openDevice()) {
+        try (VerbsContext context = RdmaTestDevice.openDevice()) {
             PortInfo port = context.queryPort(PORT);
             System.out.println(context.deviceName() + " port " + PORT + ": " + port);
             assertTrue(port.isActive());
@@ -60,7 +60,7 @@ class VerbsDeviceTest {
 
     @Test
     void aClosedContextRefusesWorkAndClosesOnce() {
-        VerbsContext context = RdmaTestSupport.openDevice();
+        VerbsContext context = RdmaTestDevice.openDevice();
         context.close();
         context.close();
         assertFalse(context.isOpen());
