@@ -1,5 +1,6 @@
 package dev.panamax.collectives;
 
+import dev.panamax.testing.Ports;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -45,7 +46,7 @@ class AbortProcessTest {
         Set<String> before = shmEntries();
         int n = 4;
         double timeoutSeconds = 60; // far beyond what the test waits: nothing may end by timing out
-        int port = Ranks.freePort();
+        int port = Ports.freePort();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<Rank> ranks = new ArrayList<>();
         try {

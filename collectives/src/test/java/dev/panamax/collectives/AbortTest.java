@@ -2,6 +2,7 @@ package dev.panamax.collectives;
 
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -69,7 +70,7 @@ class AbortTest {
             assertDoesNotThrow(() -> comms.get(0).abort());
             assertDoesNotThrow(() -> comms.get(0).close());
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 
@@ -86,7 +87,7 @@ class AbortTest {
             assertTrue(e1.getCause().getMessage().contains("aborted"), e1.getCause()::getMessage);
             assertThrows(ExecutionException.class, () -> f2.get(2, TimeUnit.SECONDS));
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 
@@ -94,7 +95,7 @@ class AbortTest {
     void abortOfASplitBreaksTheWholeFamily() throws Exception {
         List<Communicator> comms = Panamax.local(4, Duration.ofSeconds(30).toNanos());
         try {
-            List<Communicator> subs = Ranks.onEachRank(4, r -> comms.get(r).split(r % 2, r));
+            List<Communicator> subs = RankThreads.onEachRank(4, r -> comms.get(r).split(r % 2, r));
             // Rank 2's sub-communicator (with rank 0) is aborted while rank 0 waits in the parent.
             try (Arena a = Arena.ofShared()) {
                 CompletableFuture<Throwable> r0 = call(comms.get(0), a.allocate(4096, 64), 1024);
@@ -105,9 +106,9 @@ class AbortTest {
                 Throwable e0 = r0.get(10, TimeUnit.SECONDS);
                 assertTrue(e0 instanceof PeerFailedException p && p.peer() == 2, () -> "rank 0 got " + e0);
             }
-            Ranks.closeAll(subs);
+            RankThreads.closeAll(subs);
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 
@@ -142,7 +143,7 @@ class AbortTest {
                 assertTrue(e0 instanceof CollectiveException || e0 instanceof IllegalStateException, () -> "rank 0 got " + e0);
                 assertTrue(e1 instanceof PeerFailedException p && p.peer() == 0, () -> "rank 1 got " + e1);
             } finally {
-                Ranks.closeAll(comms);
+                RankThreads.closeAll(comms);
             }
         }
     }
@@ -156,7 +157,7 @@ class AbortTest {
             PeerFailedException e = assertThrows(PeerFailedException.class, () -> comms.get(0).barrier());
             assertEquals(1, e.peer());
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 }

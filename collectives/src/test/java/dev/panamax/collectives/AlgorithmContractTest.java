@@ -5,6 +5,7 @@ import dev.panamax.collectives.plan.Planner;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -106,7 +107,7 @@ class AlgorithmContractTest {
         List<Communicator> comms = transport.open(n);
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         try {
-            Ranks.run(comms, c -> {
+            RankThreads.run(comms, c -> {
                 c.setTopology(topology);
                 for (Collective col : collectives) {
                     c.setAlgorithm(col, algorithm);
@@ -149,7 +150,7 @@ class AlgorithmContractTest {
                 }
             });
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
         assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures);
     }
@@ -173,7 +174,7 @@ class AlgorithmContractTest {
             e = assertThrows(IllegalArgumentException.class, () -> c.setTopology(Topology.parse("2x2")));
             assertTrue(e.getMessage().contains("4 ranks, this communicator 6"), e.getMessage());
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 
@@ -186,7 +187,7 @@ class AlgorithmContractTest {
             String alg = Planner.scheduleFor(c, Collective.ALL_REDUCE, 100, DataType.FLOAT32, 0).algorithm();
             assertTrue(alg.contains("no hierarchy") && alg.contains("ring"), alg);
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 }

@@ -2,6 +2,7 @@ package dev.panamax.collectives;
 
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -30,7 +31,7 @@ class ArgumentValidationTest {
     @AfterEach
     void close() {
         arena.close();
-        Ranks.closeAll(comms);
+        RankThreads.closeAll(comms);
     }
 
     private static void fails(Class<? extends Throwable> type, String fragment, Executable call) {

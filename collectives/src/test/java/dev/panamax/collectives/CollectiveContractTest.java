@@ -2,6 +2,8 @@ package dev.panamax.collectives;
 
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
+import dev.panamax.testing.Reference;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -53,7 +55,7 @@ class CollectiveContractTest {
         List<Communicator> comms = transport.open(n);
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         try {
-            Ranks.run(comms, c -> {
+            RankThreads.run(comms, c -> {
                 try (Arena arena = Arena.ofConfined()) {
                     for (long count : counts(n)) {
                         for (DataType type : DataType.values()) {
@@ -74,7 +76,7 @@ class CollectiveContractTest {
                 }
             });
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
         assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures);
     }
@@ -101,7 +103,7 @@ class CollectiveContractTest {
         List<Communicator> comms = transport.open(n);
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         try {
-            Ranks.run(comms, c -> {
+            RankThreads.run(comms, c -> {
                 try (Arena arena = Arena.ofConfined()) {
                     for (long count : new long[]{8193, 100_003, 524_287}) {
                         for (DataType type : DataType.values()) {
@@ -113,7 +115,7 @@ class CollectiveContractTest {
                 }
             });
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
         assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures);
     }

@@ -4,6 +4,8 @@ import dev.panamax.collectives.algorithms.Algorithms;
 import dev.panamax.collectives.plan.Planner;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
+import dev.panamax.testing.Reference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -50,7 +52,7 @@ class ConcurrentAllReduceTest {
         List<Communicator> comms = transport.open(n);
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         try {
-            Ranks.run(comms, c -> {
+            RankThreads.run(comms, c -> {
                 try (Arena arena = Arena.ofShared()) {
                     for (DataType type : new DataType[]{DataType.FLOAT32, DataType.FLOAT64, DataType.INT32}) {
                         for (ReduceOp op : new ReduceOp[]{ReduceOp.SUM, ReduceOp.AVG, ReduceOp.MAX}) {
@@ -66,7 +68,7 @@ class ConcurrentAllReduceTest {
                 }
             });
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
         assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures);
     }
@@ -78,7 +80,7 @@ class ConcurrentAllReduceTest {
             List<Communicator> comms = Ranks.Transport.LOCAL.open(n);
             List<String> failures = Collections.synchronizedList(new ArrayList<>());
             try {
-                Ranks.run(comms, c -> {
+                RankThreads.run(comms, c -> {
                     try (Arena arena = Arena.ofShared()) {
                         for (String name : Algorithms.namesFor(Collective.ALL_REDUCE)) {
                             if (Algorithms.get(name).unsupported(Planner.scheduleFor(c, Collective.ALL_REDUCE, 1, DataType.FLOAT32, 0)
@@ -92,7 +94,7 @@ class ConcurrentAllReduceTest {
                     }
                 });
             } finally {
-                Ranks.closeAll(comms);
+                RankThreads.closeAll(comms);
             }
             assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures, n + " ranks");
         }
@@ -113,7 +115,7 @@ class ConcurrentAllReduceTest {
             // Adjacent, not overlapping: fine.
             c.allReduceConcurrently(List.of(s.asSlice(0, 16), s.asSlice(16)), new long[]{4, 12}, DataType.FLOAT32, ReduceOp.SUM);
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 

@@ -2,6 +2,7 @@ package dev.panamax.collectives;
 
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -21,7 +22,7 @@ class FailureTest {
     void mismatchedCountsAreReported(Ranks.Transport t) {
         List<Communicator> comms = t.open(2, Duration.ofSeconds(3));
         try {
-            Throwable thrown = assertThrows(Throwable.class, () -> Ranks.run(comms, c -> {
+            Throwable thrown = assertThrows(Throwable.class, () -> RankThreads.run(comms, c -> {
                 try (Arena a = Arena.ofConfined()) {
                     // 40000 vs 40004 floats: past the direct path, so the ring's chunk sizes disagree.
                     long count = c.rank() == 0 ? 40_000 : 40_004;
@@ -32,7 +33,7 @@ class FailureTest {
             assertTrue(thrown instanceof CollectiveException, () -> "got " + thrown);
             assertTrue(thrown.getMessage().contains("mismatched counts") || thrown.getMessage().contains("timed out"), thrown::getMessage);
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 
@@ -51,7 +52,7 @@ class FailureTest {
             assertTrue(e.getMessage().contains("allreduce(ring) step 1/3 (reduce-scatter step 1/1)"), e::getMessage);
             assertTrue(e.getMessage().contains("from rank 1"), e::getMessage);
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 
@@ -63,7 +64,7 @@ class FailureTest {
             comms.get(2).close();
             MemorySegment s = a.allocate(1 << 20, 64);
             long start = System.nanoTime();
-            List<Throwable> failures = Ranks.onEachRank(2, r -> {
+            List<Throwable> failures = RankThreads.onEachRank(2, r -> {
                 try {
                     comms.get(r).allReduce(s.asSlice(r * (1 << 19), 1 << 19), 1 << 17, DataType.FLOAT32, ReduceOp.SUM);
                     return null;
@@ -78,7 +79,7 @@ class FailureTest {
             assertTrue(failures.stream().allMatch(f -> f instanceof PeerFailedException), () -> "got " + failures);
             assertTrue(failures.stream().anyMatch(f -> ((PeerFailedException) f).peer() == 2), () -> "got " + failures);
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 
@@ -86,7 +87,7 @@ class FailureTest {
     void asyncCallsRunInOrderAndComplete() throws Exception {
         List<Communicator> comms = Panamax.local(3);
         try {
-            Ranks.run(comms, c -> {
+            RankThreads.run(comms, c -> {
                 try (Arena a = Arena.ofShared()) {
                     MemorySegment x = a.allocate(4 * 1000, 64);
                     MemorySegment y = a.allocate(4 * 1000, 64);
@@ -108,7 +109,7 @@ class FailureTest {
                 }
             });
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 }

@@ -1,8 +1,8 @@
 package dev.panamax.collectives;
 
 import dev.panamax.collectives.gpu.GpuCommunicator;
-
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.GpuTest;
+import dev.panamax.testing.GpuTestSupport;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -11,12 +11,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  * CUDA IPC and check every element ({@link GpuRankProcess}). Skips with the reason without CUDA or
  * a device; with {@code PANAMAX_REQUIRE_GPU=1} that reason fails the test instead.
  */
-@Tag("gpu")
+@GpuTest
 class GpuMultiProcessTest {
     @ParameterizedTest(name = "{0} processes")
     @ValueSource(ints = {2, 3})
     void processesAllReduceDeviceMemory(int n) throws Exception {
-        GpuTestSupport.requireGpu(false, 1);
+        GpuRequirements.requireGpu(false, 1);
         GpuTestSupport.runRankProcesses(GpuRankProcess.class, n, r -> GpuTestSupport.ORDINAL);
     }
 }

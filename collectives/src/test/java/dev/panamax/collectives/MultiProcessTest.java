@@ -1,5 +1,6 @@
 package dev.panamax.collectives;
 
+import dev.panamax.testing.Ports;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -30,7 +31,7 @@ class MultiProcessTest {
     }
 
     private static List<Rank> launch(int n, java.util.function.IntFunction<java.util.Map<String, String>> env, String... args) throws IOException {
-        int port = Ranks.freePort();
+        int port = Ports.freePort();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<Rank> ranks = new ArrayList<>();
         for (int r = 0; r < n; r++) {

@@ -2,6 +2,8 @@ package dev.panamax.collectives;
 
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
+import dev.panamax.testing.Reference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -51,7 +53,7 @@ class PointToPointTest {
         List<Communicator> comms = transport.open(n);
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         try {
-            Ranks.run(comms, c -> {
+            RankThreads.run(comms, c -> {
                 try (Arena arena = Arena.ofConfined()) {
                     for (long count : new long[] {0, 1, 5, 100_003}) {
                         allToAll(c, arena, count, DataType.FLOAT64, failures);
@@ -83,7 +85,7 @@ class PointToPointTest {
                 }
             });
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
         assertEquals(List.of(), failures);
     }
@@ -103,7 +105,7 @@ class PointToPointTest {
             e = assertThrows(IllegalArgumentException.class, () -> c.allToAll(buf, buf, 2, DataType.INT64));
             assertTrue(e.getMessage().contains("in-place"), e.getMessage());
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 
@@ -121,7 +123,7 @@ class PointToPointTest {
         List<Communicator> comms = transport.open(n);
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         try {
-            Ranks.run(comms, c -> {
+            RankThreads.run(comms, c -> {
                 int color = c.rank() == 0 ? Communicator.UNDEFINED : c.rank() % 2;
                 Communicator sub = c.split(color, -c.rank());
                 if (c.rank() == 0) {
@@ -160,7 +162,7 @@ class PointToPointTest {
                 c.barrier();
             });
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
         assertEquals(List.of(), failures);
     }

@@ -2,6 +2,7 @@ package dev.panamax.collectives;
 
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -19,7 +20,7 @@ class SmokeTest {
     void twoRanksSumOneFloat(Ranks.Transport t) {
         List<Communicator> comms = t.open(2);
         try {
-            Ranks.run(comms, c -> {
+            RankThreads.run(comms, c -> {
                 try (Arena a = Arena.ofConfined()) {
                     MemorySegment s = a.allocate(4, 4);
                     MemorySegment r = a.allocate(4, 4);
@@ -29,7 +30,7 @@ class SmokeTest {
                 }
             });
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 }

@@ -4,6 +4,7 @@ import dev.panamax.collectives.algorithms.Algorithms;
 import dev.panamax.collectives.plan.Planner;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -35,7 +36,7 @@ class ValidationTest {
         List<Communicator> comms = transport.open(3);
         List<String> messages = Collections.synchronizedList(new ArrayList<>());
         try {
-            Ranks.run(comms, c -> {
+            RankThreads.run(comms, c -> {
                 c.setCallValidation(true);
                 try (Arena a = Arena.ofShared()) {
                     MemorySegment buf = a.allocate(8 * 16, 8);
@@ -65,7 +66,7 @@ class ValidationTest {
                 }
             });
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
         assertEquals(6, messages.size(), messages::toString);
         for (String m : messages) {
@@ -92,7 +93,7 @@ class ValidationTest {
                 int seed = run;
                 List<Communicator> comms = Panamax.local(n);
                 try {
-                    Ranks.run(comms, c -> {
+                    RankThreads.run(comms, c -> {
                         c.setTopology(t);
                         c.setAlgorithm(Collective.ALL_REDUCE, alg);
                         Random rnd = new Random(1000 + c.rank());
@@ -111,7 +112,7 @@ class ValidationTest {
                         }
                     });
                 } finally {
-                    Ranks.closeAll(comms);
+                    RankThreads.closeAll(comms);
                 }
             }
             long first = results.get(0)[1];
@@ -134,7 +135,7 @@ class ValidationTest {
             assertTrue(Planner.scheduleFor(c, Collective.ALL_REDUCE, 1 << 20, DataType.FLOAT32, 0).algorithm().startsWith("blueconnect"),
                     "the planner should use the slow outer level when not deterministic");
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 }

@@ -3,14 +3,15 @@ package dev.panamax.collectives;
 import dev.panamax.collectives.algorithms.Algorithms;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
+import dev.panamax.testing.RdmaTest;
 import dev.panamax.verbs.Verbs;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
-import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -28,7 +29,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * {@link Ranks.Transport#VERBS}. Needs an RDMA device (the rxe VM of {@code scripts/rdma-tests});
  * skipped with the reason elsewhere.
  */
-@Tag("rdma")
+@RdmaTest
 class VerbsTransportTest {
     private static String previousTransports;
 
@@ -76,7 +77,7 @@ class VerbsTransportTest {
         List<Communicator> comms = Ranks.Transport.VERBS.open(n);
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         try {
-            Ranks.run(comms, c -> {
+            RankThreads.run(comms, c -> {
                 try (Arena arena = Arena.ofConfined()) {
                     for (long count : new long[] {0, 1, Math.max(0, n - 1), 13, 4099}) {
                         for (DataType type : DataType.values()) {
@@ -99,7 +100,7 @@ class VerbsTransportTest {
                 }
             });
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
         assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures);
     }
@@ -110,7 +111,7 @@ class VerbsTransportTest {
         List<Communicator> comms = Ranks.Transport.VERBS.open(3);
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         try {
-            Ranks.run(comms, c -> {
+            RankThreads.run(comms, c -> {
                 try (Arena arena = Arena.ofConfined()) {
                     // 1.2 MB per rank: several staging chunks and a zero-copy piece per ring step.
                     CollectiveContractTest.allReduce(c, arena, 300_007, DataType.FLOAT32, ReduceOp.SUM, failures);
@@ -118,7 +119,7 @@ class VerbsTransportTest {
                 }
             });
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
         assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures);
     }
@@ -144,7 +145,7 @@ class VerbsTransportTest {
             List<Communicator> comms = Ranks.Transport.VERBS.open(n);
             List<String> failures = Collections.synchronizedList(new ArrayList<>());
             try {
-                Ranks.run(comms, c -> {
+                RankThreads.run(comms, c -> {
                     try (Arena arena = Arena.ofConfined()) {
                         for (long count : new long[] {0, 1, 13, 65_537, 150_001}) {
                             for (DataType type : new DataType[] {DataType.FLOAT32, DataType.INT64}) {
@@ -156,7 +157,7 @@ class VerbsTransportTest {
                     }
                 });
             } finally {
-                Ranks.closeAll(comms);
+                RankThreads.closeAll(comms);
             }
             assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures);
         } finally {

@@ -1,13 +1,13 @@
 package dev.panamax.collectives.internal.device;
 
 import dev.panamax.collectives.CollectiveTimeoutException;
-import dev.panamax.collectives.internal.runtime.Backoff;
 import dev.panamax.cuda.CudaContext;
 import dev.panamax.cuda.CudaStream;
 import dev.panamax.cuda.DeviceMemory;
 import dev.panamax.cuda.IpcMemoryHandle;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.memory.concurrent.TimedBackoffIdleStrategy;
 
 import java.util.concurrent.TimeUnit;
 
@@ -31,7 +31,7 @@ final class CudaDeviceOps implements DeviceOps<DeviceMemory> {
     private final CudaContext context;
     private final Kernels kernels;
     private final CudaStream stream;
-    private final Backoff backoff = new Backoff(false);
+    private final TimedBackoffIdleStrategy backoff = new TimedBackoffIdleStrategy(false);
 
     /** A stream of its own on {@code context}; {@code kernels} stay the caller's. */
     CudaDeviceOps(CudaContext context, Kernels kernels) {

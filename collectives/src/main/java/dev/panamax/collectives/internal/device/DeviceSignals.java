@@ -3,8 +3,8 @@ package dev.panamax.collectives.internal.device;
 import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.PeerFailedException;
-import dev.panamax.collectives.internal.runtime.Backoff;
 import dev.panamax.memory.DataType;
+import dev.panamax.memory.concurrent.TimedBackoffIdleStrategy;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -51,7 +51,7 @@ final class DeviceSignals implements AutoCloseable {
     private final Arena arena;
     private final int rank;
     private final int size;
-    private final Backoff backoff;
+    private final TimedBackoffIdleStrategy backoff;
     private final long myPid = ProcessHandle.current().pid();
 
     /** A where-to-write announcement read from a ready line. */
@@ -70,7 +70,7 @@ final class DeviceSignals implements AutoCloseable {
         this.arena = arena;
         this.rank = rank;
         this.size = size;
-        this.backoff = new Backoff(size > Runtime.getRuntime().availableProcessors());
+        this.backoff = new TimedBackoffIdleStrategy(size > Runtime.getRuntime().availableProcessors());
         LONG.compareAndSet(block, 0L, 0L, MAGIC);
         block.set(ValueLayout.JAVA_LONG, pidOffset(rank), myPid);
         LONG.setRelease(block, stateLine(rank), ALIVE);

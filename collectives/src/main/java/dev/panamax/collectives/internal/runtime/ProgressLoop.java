@@ -4,6 +4,7 @@ import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
+import dev.panamax.memory.concurrent.TimedBackoffIdleStrategy;
 
 import java.util.StringJoiner;
 
@@ -26,7 +27,7 @@ public final class ProgressLoop {
     private final int rank;
     private final Link[] links;
     private final long timeoutNanos;
-    private final Backoff backoff;
+    private final TimedBackoffIdleStrategy backoff;
     private volatile String abortReason;
 
     private String collective = "?";
@@ -52,7 +53,7 @@ public final class ProgressLoop {
         this.rank = rank;
         this.links = links;
         this.timeoutNanos = timeoutNanos;
-        this.backoff = new Backoff(oversubscribed);
+        this.backoff = new TimedBackoffIdleStrategy(oversubscribed);
     }
 
     /** Names the running collective for error messages. */

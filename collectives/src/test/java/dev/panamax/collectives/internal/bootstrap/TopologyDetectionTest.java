@@ -1,7 +1,7 @@
 package dev.panamax.collectives.internal.bootstrap;
 
-import dev.panamax.collectives.TransportKind;
 import dev.panamax.collectives.Topology;
+import dev.panamax.collectives.TransportKind;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;

@@ -1,11 +1,12 @@
 package dev.panamax.collectives.internal.device;
 
 import dev.panamax.collectives.Communicator;
-import dev.panamax.collectives.GpuTestSupport;
+import dev.panamax.collectives.GpuRequirements;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.cuda.Cuda;
 import dev.panamax.cuda.CudaContext;
-import org.junit.jupiter.api.Tag;
+import dev.panamax.testing.GpuTest;
+import dev.panamax.testing.GpuTestSupport;
 import org.junit.jupiter.api.Test;
 
 import java.util.List;
@@ -25,11 +26,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
  * missing CUDA or device, {@code PANAMAX_REQUIRE_NCCL=1} a missing NCCL, a failure. Tests that need
  * two devices skip on one whatever is required.
  */
-@Tag("gpu")
+@GpuTest
 class GpuBackendTest {
     @Test
     void ncclBackendOnOneRank() {
-        GpuTestSupport.requireGpu(true, 1);
+        GpuRequirements.requireGpu(true, 1);
         List<Communicator> host = Panamax.local(1, TimeUnit.SECONDS.toNanos(60));
         try (CudaContext ctx = Cuda.device(GpuTestSupport.ORDINAL).retainPrimaryContext()) {
             List<String> wrong = GpuBackendRankProcess.run(host.getFirst(), ctx, new String[] {"communicator", "nccl"});
@@ -41,25 +42,25 @@ class GpuBackendTest {
 
     @Test
     void blueConnectWithNcclInsideOnOneGpu() throws Exception {
-        GpuTestSupport.requireGpu(true, 1);
+        GpuRequirements.requireGpu(true, 1);
         GpuTestSupport.runRankProcesses(GpuBackendRankProcess.class, 2, r -> GpuTestSupport.ORDINAL, "blueconnect", "1x2", "nccl,stages", "true");
     }
 
     @Test
     void blueConnectWithOwnStagesOnEveryLevelOnOneGpu() throws Exception {
-        GpuTestSupport.requireGpu(false, 1);
+        GpuRequirements.requireGpu(false, 1);
         GpuTestSupport.runRankProcesses(GpuBackendRankProcess.class, 4, r -> GpuTestSupport.ORDINAL, "blueconnect", "2x2", "stages,stages", "false");
     }
 
     @Test
     void ncclBackendOverTwoGpus() throws Exception {
-        GpuTestSupport.requireGpu(true, 2);
+        GpuRequirements.requireGpu(true, 2);
         GpuTestSupport.runRankProcesses(GpuBackendRankProcess.class, 2, r -> r, "communicator", "nccl");
     }
 
     @Test
     void blueConnectWithNcclPairsInsideOverTwoGpus() throws Exception {
-        GpuTestSupport.requireGpu(true, 2);
+        GpuRequirements.requireGpu(true, 2);
         // 2x2: the inner groups {0,1} and {2,3} are NCCL pairs on devices 0 and 1; the outer ones share a device
         GpuTestSupport.runRankProcesses(GpuBackendRankProcess.class, 4, r -> r % 2, "blueconnect", "2x2", "nccl,stages", "false");
     }

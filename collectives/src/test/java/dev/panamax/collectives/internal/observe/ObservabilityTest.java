@@ -6,14 +6,13 @@ import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
 import jdk.jfr.Recording;
 import jdk.jfr.consumer.RecordedEvent;
 import jdk.jfr.consumer.RecordingFile;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import javax.management.MBeanServer;
-import javax.management.ObjectName;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
@@ -27,6 +26,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.logging.Handler;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -57,11 +58,11 @@ class ObservabilityTest {
 
         // Split communicators get beans of their own (same rank, another id), gone when they are closed.
         Communicator[] subs = new Communicator[2];
-        Ranks.run(comms, c -> subs[c.rank()] = c.split(0, c.rank()));
+        RankThreads.run(comms, c -> subs[c.rank()] = c.split(0, c.rank()));
         Set<ObjectName> withSplit = new HashSet<>(beans());
         withSplit.removeAll(before);
         assertEquals(4, withSplit.size(), () -> "new beans: " + withSplit);
-        Ranks.closeAll(List.of(subs));
+        RankThreads.closeAll(List.of(subs));
         Set<ObjectName> afterSplit = new HashSet<>(beans());
         afterSplit.removeAll(before);
         assertEquals(mine, afterSplit);
@@ -81,10 +82,10 @@ class ObservabilityTest {
             assertTrue(seen.startsWith("allreduce(ring) step 1/"), seen);
             assertTrue(seen.contains("from rank 1"), seen);
             assertTrue(seen.matches(".*waiting \\d+\\.\\d s for: .*"), seen);
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
             assertThrows(Exception.class, stuck::join);
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
         Set<ObjectName> left = new HashSet<>(beans());
         left.retainAll(withSplit);
@@ -103,7 +104,7 @@ class ObservabilityTest {
             for (Communicator c : comms) {
                 c.setAlgorithm(Collective.ALL_REDUCE, "ring");
             }
-            Ranks.run(comms, c -> {
+            RankThreads.run(comms, c -> {
                 for (int i = 0; i < 3; i++) {
                     c.allReduce(bufs[c.rank()], 1024, DataType.FLOAT32, ReduceOp.SUM);
                 }
@@ -118,7 +119,7 @@ class ObservabilityTest {
             r.stop();
             r.dump(file);
         } finally {
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
         List<RecordedEvent> collectives = new ArrayList<>();
         List<RecordedEvent> steps = new ArrayList<>();
@@ -200,7 +201,7 @@ class ObservabilityTest {
             assertTrue(line.contains("from rank 1"), line);
         } finally {
             jul.removeHandler(h);
-            Ranks.closeAll(comms);
+            RankThreads.closeAll(comms);
         }
     }
 }
