@@ -43,7 +43,7 @@ public interface Communicator extends AutoCloseable {
      * Several in-place all-reduces run at once: {@code buffers.get(j)} is all-reduced over its first
      * {@code counts[j]} elements, every rank passing the same counts in the same order. Their
      * schedules run interleaved (stage i of each together, every transfer of a round posted at
-     * once), so they share round trips instead of queueing one behind another: paper 004's
+     * once), so they share round trips instead of queueing one behind another: [ASC-WFBP]'s
      * simultaneous all-reduces, whose contention factor gamma this call realizes. Each uses the
      * algorithm a plain {@link #allReduce} of its count would, unless that algorithm's transfers
      * are not stage-aligned ({@code Simulator.stageAligned}), then the ring. The buffers must not

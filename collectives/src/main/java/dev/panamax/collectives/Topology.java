@@ -9,7 +9,7 @@ import java.util.Objects;
 /**
  * The network hierarchy of a job as a box of levels, innermost first: level 0 is the ranks of one
  * node (fan-out p0), level 1 the nodes under one switch (p1), and so on, so that the ranks number
- * p0 * p1 * ... * pk (paper 000, eq. 8). Each level has the bandwidth w_i one stream gets on it
+ * p0 * p1 * ... * pk ([BlueConnect] eq. 8). Each level has the bandwidth w_i one stream gets on it
  * and a latency alpha_i, used by the cost models.
  *
  * <p>Ranks are placed in the box by a placement: position {@code sum c_i * (p0 * ... * p_{i-1})}
@@ -347,7 +347,7 @@ public final class Topology {
 
     /**
      * The ranks that share every coordinate with {@code rank} except the one along {@code level},
-     * ordered by that coordinate: c(r, w_i) of paper 000, Algorithm 1, line 3.
+     * ordered by that coordinate: c(r, w_i) of [BlueConnect] Algorithm 1, line 3.
      */
     public int[] group(int rank, int level) {
         checkRank(rank);

@@ -15,5 +15,9 @@
  * {@code internal.config.Settings}. Those are the only edges from exported packages into
  * internal ones, and the only package cycles (checked by {@code DependencyRulesTest}; see
  * docs/design/architecture.md).
+ *
+ * <p>Comments cite the papers the algorithms and cost models come from by tag ([BlueConnect],
+ * [PowerAI-DDL], [TaskAllReduce], [RingAllReduce], [ASC-WFBP]), defined in
+ * docs/reference/references.md.
  */
 package dev.panamax.collectives;

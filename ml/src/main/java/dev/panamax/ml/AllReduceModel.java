@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.Locale;
 
 /**
- * The all-reduce cost model of paper 004: one all-reduce of m bytes takes {@code a + b m}
+ * The all-reduce cost model of [ASC-WFBP]: one all-reduce of m bytes takes {@code a + b m}
  * (eq. 3); k all-reduces started together share the startup a and contend for the links, which
  * gamma measures: two of m bytes each take {@code a + gamma b m} (eq. 9), 1 &lt;= gamma &lt;= 2
  * in practice (1: perfect overlap, 2: they take turns). For k all-reduces of different sizes this

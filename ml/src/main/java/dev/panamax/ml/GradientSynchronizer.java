@@ -19,7 +19,7 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Averages (or sums) gradients over the ranks of a communicator while back-propagation runs
- * (paper 004: WFBP, MG-WFBP, ASC-WFBP).
+ * ([ASC-WFBP]: WFBP, MG-WFBP, ASC-WFBP).
  *
  * <p>Use: register every gradient tensor once, in backward order (the order in which they
  * become ready); then in each iteration call {@link #markReady} for each tensor from the compute

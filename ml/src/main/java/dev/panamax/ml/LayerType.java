@@ -1,7 +1,7 @@
 package dev.panamax.ml;
 
 /**
- * How one gradient tensor is communicated (paper 004, definitions 1-3). Tensors are indexed in
+ * How one gradient tensor is communicated ([ASC-WFBP] definitions 1-3). Tensors are indexed in
  * backward order: tensor 0 becomes ready first.
  */
 public enum LayerType {

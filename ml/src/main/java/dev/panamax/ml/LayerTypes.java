@@ -3,7 +3,7 @@ package dev.panamax.ml;
 import java.util.Arrays;
 
 /**
- * The layer-type decision of paper 004 (Algorithm 1, DetermineLayerType), a pure function.
+ * The layer-type decision of [ASC-WFBP] (Algorithm 1, DetermineLayerType), a pure function.
  *
  * <p>As in Algorithm 1, every tensor starts {@link LayerType#NORMAL}; the tensors are visited in
  * backward order, each given a type while the ones before it keep theirs, and the timeline is

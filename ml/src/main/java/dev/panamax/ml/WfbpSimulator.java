@@ -4,7 +4,7 @@ import java.util.Objects;
 
 /**
  * The timeline of one training iteration under a typing, from the {@link AllReduceModel} and a
- * {@link BackwardProfile}; a pure function. It follows paper 004's timeline equations for the
+ * {@link BackwardProfile}; a pure function. It follows [ASC-WFBP]'s timeline equations for the
  * way this library executes the typing ({@link GradientSynchronizer} runs exactly this plan):
  * <ul>
  * <li>tensor i is ready at {@code tau_b(i) + t_b(i)}, the running sum of the backward times;</li>

@@ -3,7 +3,7 @@ package dev.panamax.collectives.algorithms;
 import dev.panamax.collectives.Topology;
 
 /**
- * BlueConnect (paper 000): all-reduce decomposed into one reduce-scatter and one all-gather stage
+ * BlueConnect, from [BlueConnect]: all-reduce decomposed into one reduce-scatter and one all-gather stage
  * per network level of the topology, |P| = p0 * p1 * ... * pk, each level choosing recursive
  * halving/doubling when its fan-out is a power of two and the ring otherwise (eq. 3). On a
  * topology with no hierarchy (one level, e.g. a prime rank count) it is the one-level ring, as

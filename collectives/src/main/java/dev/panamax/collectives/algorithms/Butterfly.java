@@ -7,7 +7,7 @@ import dev.panamax.collectives.schedule.ScheduleBuilder;
 import dev.panamax.collectives.schedule.Slice;
 
 /**
- * Butterfly (distance-doubling) all-reduce, paper 002: log2(p) stages, in stage k a rank swaps its
+ * Butterfly (distance-doubling) all-reduce, [TaskAllReduce]: log2(p) stages, in stage k a rank swaps its
  * whole partial vector with rank ^ 2^k and folds the two, lower rank's operand first so that both
  * partners compute the same bits. Latency-optimal for small vectors (log2 p hand-offs), but each
  * rank moves log2(p) whole vectors. Other rank counts fold first as in {@link HalvingDoubling}.

@@ -13,7 +13,7 @@ import java.util.List;
 import java.util.StringJoiner;
 
 /**
- * All-reduce decomposed along the levels of a {@link Topology} (paper 000, Algorithm 1): stage i
+ * All-reduce decomposed along the levels of a {@link Topology} ([BlueConnect] Algorithm 1): stage i
  * runs a reduce-scatter over the group c(r, w_i) of ranks that differ from r only at level i, on
  * the part of the vector that the earlier stages left to r, so the part shrinks by p_i at each
  * level; then the all-gathers run in reverse order. All groups of a level run their

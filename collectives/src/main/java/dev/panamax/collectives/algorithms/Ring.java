@@ -6,7 +6,7 @@ import dev.panamax.collectives.schedule.ScheduleBuilder;
 import dev.panamax.collectives.schedule.Slice;
 
 /**
- * Ring algorithms (Baidu's all-reduce, paper 003): reduce-scatter in n-1 stages where each rank
+ * Ring algorithms ([RingAllReduce]): reduce-scatter in n-1 stages where each rank
  * passes one chunk to its right neighbour and folds the chunk from its left one, then all-gather
  * in n-1 stages. Each rank sends 2(n-1)/n of the vector whatever n is. Also the ring
  * reduce-scatter and all-gather with NCCL's block layout, a pipelined chain broadcast, and reduce

@@ -8,7 +8,7 @@ import dev.panamax.collectives.schedule.ScheduleBuilder;
 import dev.panamax.collectives.schedule.Slice;
 
 /**
- * The two-level all-reduce of paper 000 (eq. 7): the ranks of a node (topology level 0) reduce to
+ * The two-level all-reduce of [BlueConnect] (eq. 7): the ranks of a node (topology level 0) reduce to
  * their leader (coordinate 0), the leaders all-reduce among themselves (recursive halving/doubling
  * for a power-of-two count of leaders, ring otherwise: eq. 3), and each leader broadcasts the
  * result back into its node. Within a node the reduce is a ring reduce-scatter plus a gather at

@@ -14,12 +14,12 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * BlueConnect all-reduce (paper 000) on CUDA device memory: one reduce-scatter per level of a
+ * BlueConnect all-reduce, from [BlueConnect], on CUDA device memory: one reduce-scatter per level of a
  * {@link Topology} from the innermost outwards, each over the ranks that differ from this one only
  * at that level and on the part the earlier levels left to it, then the all-gathers back
  * (docs/gpu-stages.md). Each level runs its collectives through its own {@link GpuBackend}: by
  * default NCCL on the innermost level (inside a node) and the own device stages on the others, as
- * paper 000's section 4 puts NCCL inside a node.
+ * [BlueConnect]'s section 4 puts NCCL inside a node.
  *
  * <pre>{@code
  * try (GpuBlueConnect bc = GpuBlueConnect.create(host, ctx, Topology.parse("4x2"),

@@ -7,10 +7,10 @@ import java.util.Objects;
  * functions of their arguments.
  *
  * <ul>
- *   <li>{@link #linear}: the all-reduce cost {@code t = alpha + beta * m} of paper 004, eq. 3
+ *   <li>{@link #linear}: the all-reduce cost {@code t = alpha + beta * m} of [ASC-WFBP] eq. 3
  *       ({@code a + b * m}), by ordinary least squares over (bytes, seconds) pairs; the
  *       bandwidth is {@code 1 / beta}.
- *   <li>{@link #contention}: the contention factor gamma of paper 004, section III: k all-reduces
+ *   <li>{@link #contention}: the contention factor gamma of [ASC-WFBP] section III: k all-reduces
  *       of m bytes started at the same time all finish after {@code a + gamma * b * m}
  *       (the denominator of eq. 9), where a and b are those of one all-reduce alone.
  * </ul>
@@ -36,7 +36,7 @@ public final class LinearFit {
     }
 
     /**
-     * The contention factor of paper 004: {@code gamma} such that k simultaneous all-reduces of m
+     * The contention factor of [ASC-WFBP]: {@code gamma} such that k simultaneous all-reduces of m
      * bytes take {@code single.alpha() + gamma * single.beta() * m}; {@code r2} is how well that
      * model explains the simultaneous times (1 when exact). gamma = 1 is perfect multiplexing,
      * gamma = k no bandwidth gain at all (only the startup is saved).
@@ -45,7 +45,7 @@ public final class LinearFit {
     }
 
     /**
-     * Least-squares fit of {@code seconds[i] = alpha + beta * bytes[i]} (paper 004, eq. 3).
+     * Least-squares fit of {@code seconds[i] = alpha + beta * bytes[i]} ([ASC-WFBP] eq. 3).
      * Needs at least two distinct sizes. Computed on centred values, so points that lie on a line
      * give it back up to rounding.
      *

@@ -14,7 +14,7 @@ class LinearFitTest {
     @Test
     void recoversAlphaAndBetaFromExactData() {
         double a = 1.4e-3;
-        double b = 1.7e-9; // paper 004's testbed
+        double b = 1.7e-9; // [ASC-WFBP]'s testbed
         double[] t = new double[SIZES.length];
         for (int i = 0; i < t.length; i++) {
             t[i] = a + b * SIZES[i];

@@ -21,12 +21,12 @@ import java.util.List;
 import java.util.StringJoiner;
 
 /**
- * BlueConnect (paper 000) on device memory, one engine per level: the all-reduce is decomposed
+ * BlueConnect, from [BlueConnect], on device memory, one engine per level: the all-reduce is decomposed
  * along the {@link Topology} as the host algorithm does (a reduce-scatter per level from the
  * innermost outwards, each on the part the earlier ones left to this rank, then the all-gathers
  * back), but each level's reduce-scatter and all-gather are whole collectives of a
  * {@link DeviceBackend} over the level's group c(r, w_i): NCCL or the own device stages, chosen
- * per level (paper 000, section 4: NCCL inside a node, own stages across).
+ * per level ([BlueConnect] section 4: NCCL inside a node, own stages across).
  *
  * <p>Each group runs over a sub-communicator {@code host.split(color = the group's first rank, key =
  * the coordinate at the level)}, so the engine's ranks are the coordinates. Whole collectives take
