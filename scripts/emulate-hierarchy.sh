@@ -9,7 +9,7 @@
 #                                                     with the transports and the tc counters
 #   sudo scripts/emulate-hierarchy.sh --cleanup       remove namespaces left by an earlier run
 #
-# Run with --help for the options. See docs/emulation.md.
+# Run with --help for the options. See docs/operations/emulation.md.
 set -euo pipefail
 
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"

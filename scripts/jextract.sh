@@ -28,7 +28,7 @@ if [ -z "$JEXTRACT_BIN" ]; then
   JEXTRACT_BIN="$(command -v jextract 2>/dev/null || true)"
 fi
 if [ -z "$JEXTRACT_BIN" ] || [ ! -x "$JEXTRACT_BIN" ]; then
-  die "no jextract found: set JEXTRACT to the jextract launcher or put jextract on PATH (docs/bindings.md explains how to build it: openjdk/jextract with libclang 14)."
+  die "no jextract found: set JEXTRACT to the jextract launcher or put jextract on PATH (docs/reference/bindings.md explains how to build it: openjdk/jextract with libclang 14)."
 fi
 command -v perl >/dev/null 2>&1 || die "perl is needed for post-processing"
 

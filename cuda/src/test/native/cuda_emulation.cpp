@@ -20,7 +20,7 @@
 //    context (CUDA_ERROR_ILLEGAL_ADDRESS) that every later call returns.
 //
 // What it cannot show: PTX compiled by a real driver, real timing and concurrency, real GPU
-// memory and interconnects. See docs/cuda.md, "Testing without a GPU: the driver emulation".
+// memory and interconnects. See docs/reference/cuda.md, "Testing without a GPU: the driver emulation".
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>

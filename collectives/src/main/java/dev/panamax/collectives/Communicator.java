@@ -134,7 +134,7 @@ public interface Communicator extends AutoCloseable {
      * Deterministic mode: {@code auto} chooses by the call and the rank count only (the planner on
      * a flat topology with default figures), never by a detected or measured topology, so that a
      * job gets bitwise identical results run to run. Every algorithm already reduces each element
-     * in an order fixed by its schedule (docs/algorithms.md); only the choice needs pinning.
+     * in an order fixed by its schedule (docs/guide/algorithms.md); only the choice needs pinning.
      * {@code PANAMAX_DETERMINISTIC=1} turns it on for a job. Same value on every rank.
      */
     void setDeterministic(boolean on);

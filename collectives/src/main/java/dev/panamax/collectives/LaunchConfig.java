@@ -21,7 +21,7 @@ import java.util.function.Function;
  * {@code PANAMAX_TIMEOUT_SECONDS} (see {@link CommunicatorBuilder}), and {@code PANAMAX_NODE}
  * (property {@code panamax.node}): when set and not blank, ranks with the same value use shared
  * memory to each other and ranks with different values TCP, instead of grouping by host name and
- * boot id (for emulating several nodes on one machine, see {@code docs/emulation.md}); and
+ * boot id (for emulating several nodes on one machine, see {@code docs/operations/emulation.md}); and
  * {@code PANAMAX_SECRET} (property {@code panamax.secret}), the job's secret that every rank proves
  * it holds when it connects (see {@link CommunicatorBuilder#secret}).
  *

@@ -20,7 +20,7 @@ import static dev.panamax.cuda.CudaCalls.hex;
 /**
  * The GPU reduction kernels of {@code reduce.ptx} loaded into a context: the device counterpart of
  * {@link dev.panamax.memory.Reductions#accumulate} and {@link dev.panamax.memory.Reductions#divide}, with the
- * same results bit for bit (NaN payloads aside); see docs/gpu-kernels.md.
+ * same results bit for bit (NaN payloads aside); see docs/design/gpu-kernels.md.
  *
  * <p>{@link #load} loads the module once ({@code cuModuleLoadData}: the driver compiles the PTX for the device)
  * and looks up every kernel ({@code cuModuleGetFunction}). Launches are asynchronous on the given stream: the

@@ -19,7 +19,7 @@ import java.nio.ByteOrder;
  * {@link ScalarKernels} finishes the tail. Vector loads and stores are unaligned, so any byte
  * offset works. Results are bit-identical to the scalar kernels except for NaN payloads.
  * float16 has no vector path: the API has no half-precision conversion in this JDK, and doing it
- * with integer vector ops makes the loop too large for C2 to inline (see docs/kernels.md).
+ * with integer vector ops makes the loop too large for C2 to inline (see docs/design/kernels.md).
  */
 final class VectorKernels {
     private static final ByteOrder NATIVE = ByteOrder.nativeOrder();

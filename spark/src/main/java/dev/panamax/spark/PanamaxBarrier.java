@@ -49,7 +49,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * }</pre>
  *
  * <p>Spark reaches into the JDK's internals: run it with the {@code --add-opens} options of Spark's
- * launcher (see {@code docs/ml-spark.md}).
+ * launcher (see {@code docs/guide/ml-spark.md}).
  */
 public final class PanamaxBarrier {
     /** Task attempt id to the communicator of {@link #communicator}. */

@@ -16,7 +16,7 @@ import java.util.List;
 /**
  * Entry point: is libibverbs there, which RDMA devices are there, open one.
  *
- * <p>libibverbs is loaded on first use (see {@code docs/bindings.md} for pointing at a library outside the
+ * <p>libibverbs is loaded on first use (see {@code docs/reference/bindings.md} for pointing at a library outside the
  * loader's path). Without it {@link #isAvailable()} is false and {@link #devices()} and {@link #open} throw
  * {@link IllegalStateException} with {@link #unavailabilityCause()}.
  */

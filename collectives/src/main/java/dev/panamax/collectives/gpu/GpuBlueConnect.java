@@ -17,7 +17,7 @@ import java.util.Objects;
  * BlueConnect all-reduce, from [BlueConnect], on CUDA device memory: one reduce-scatter per level of a
  * {@link Topology} from the innermost outwards, each over the ranks that differ from this one only
  * at that level and on the part the earlier levels left to it, then the all-gathers back
- * (docs/gpu-stages.md). Each level runs its collectives through its own {@link GpuBackend}: by
+ * (docs/guide/gpu-stages.md). Each level runs its collectives through its own {@link GpuBackend}: by
  * default NCCL on the innermost level (inside a node) and the own device stages on the others, as
  * [BlueConnect]'s section 4 puts NCCL inside a node.
  *

@@ -22,12 +22,12 @@ import java.util.Objects;
  *
  * <ul>
  * <li>{@link GpuBackend#STAGES} (the default): the same schedules as the host path
- *     (docs/gpu-stages.md): a sender writes straight into the receiver's device memory, mapped
+ *     (docs/guide/gpu-stages.md): a sender writes straight into the receiver's device memory, mapped
  *     through CUDA IPC, with {@code cuMemcpyDtoDAsync}; the receiver reduces with the GPU kernels;
  *     the host communicator's shared memory carries who may write where and when it is written.
  *     Every rank of {@code host} must be on this host.</li>
  * <li>{@link GpuBackend#NCCL}: each collective is one NCCL call on a stream of this communicator,
- *     then awaited (docs/nccl.md). One device per rank.</li>
+ *     then awaited (docs/reference/nccl.md). One device per rank.</li>
  * </ul>
  *
  * <p>Every rank calls the same collectives in the same order. Calls are blocking: they return when

@@ -24,7 +24,7 @@ import java.util.Locale;
 /**
  * Measures, on one GPU: the cost of a CUDA driver call through FFM, and the bandwidth of pinned host-to-device,
  * device-to-host and device-to-device copies from 1 MiB to 256 MiB (timed with CUDA events on one stream).
- * Run with {@code --enable-native-access=ALL-UNNAMED}; see docs/cuda.md.
+ * Run with {@code --enable-native-access=ALL-UNNAMED}; see docs/reference/cuda.md.
  */
 public final class CudaBench {
     private static final long MIB = 1L << 20;

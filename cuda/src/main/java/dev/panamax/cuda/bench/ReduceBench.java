@@ -20,7 +20,7 @@ import java.util.Locale;
  * next to a device-to-device copy of the same size on one GPU, from 1 MiB to 256 MiB per operand, timed with
  * CUDA events over many back-to-back launches on one stream. A reduce moves 3 x bytes (reads inout and in,
  * writes inout), a copy 2 x bytes (one read, one write); GB/s = 1e9 bytes/s. Run with
- * {@code --enable-native-access=ALL-UNNAMED}; see docs/gpu-kernels.md.
+ * {@code --enable-native-access=ALL-UNNAMED}; see docs/design/gpu-kernels.md.
  */
 public final class ReduceBench {
     private static final long MIB = 1L << 20;

@@ -20,7 +20,7 @@ import java.util.Map;
  * it is set and not blank the identity is {@code node:<value>}, so ranks with the same value use
  * shared memory to each other and ranks with different values TCP, whatever host they run on. It
  * serves to emulate several nodes on one machine (for example one network namespace per rank,
- * see {@code docs/emulation.md}); ranks given the same value must really share a host (same PID
+ * see {@code docs/operations/emulation.md}); ranks given the same value must really share a host (same PID
  * namespace and {@code /dev/shm}), since shared memory is then used between them.
  */
 public final class HostIdentity {
