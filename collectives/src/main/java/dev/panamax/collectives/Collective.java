@@ -1,5 +1,7 @@
 package dev.panamax.collectives;
 
+import java.util.Locale;
+
 /** The collective operations, as named by {@code panamax-perf} and by algorithm selection. */
 public enum Collective {
     ALL_REDUCE("allreduce"),
@@ -23,7 +25,7 @@ public enum Collective {
 
     /** Parses a {@link #label()} (or the enum name); the error lists the known names. */
     public static Collective parse(String s) {
-        String k = s.trim().toLowerCase(java.util.Locale.ROOT).replace("_", "").replace("-", "");
+        String k = s.trim().toLowerCase(Locale.ROOT).replace("_", "").replace("-", "");
         for (Collective c : values()) {
             if (c.label.equals(k)) {
                 return c;

@@ -5,6 +5,7 @@ import dev.panamax.memory.ReduceOp;
 
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.CompletableFuture;
+import java.util.List;
 
 /**
  * A group of ranks that run collectives together. Every rank calls the same collectives in the
@@ -49,7 +50,7 @@ public interface Communicator extends AutoCloseable {
      * are not stage-aligned ({@code Simulator.stageAligned}), then the ring. The buffers must not
      * overlap. Returns when all are done.
      */
-    void allReduceConcurrently(java.util.List<MemorySegment> buffers, long[] counts, DataType type, ReduceOp op);
+    void allReduceConcurrently(List<MemorySegment> buffers, long[] counts, DataType type, ReduceOp op);
 
     /**
      * NCCL semantics: {@code send} holds {@code size * recvCount} elements; rank r receives the

@@ -5,6 +5,14 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The network hierarchy of a job as a box of levels, innermost first: level 0 is the ranks of one
@@ -171,11 +179,11 @@ public final class Topology {
      * ...
      * </pre>
      */
-    public static Topology load(java.nio.file.Path file) throws java.io.IOException {
+    public static Topology load(Path file) throws IOException {
         List<Level> levels = new ArrayList<>();
-        java.util.Map<String, java.util.TreeMap<Integer, Integer>> hosts = new java.util.LinkedHashMap<>();
+        Map<String, TreeMap<Integer, Integer>> hosts = new LinkedHashMap<>();
         int lineNo = 0;
-        for (String raw : java.nio.file.Files.readAllLines(file)) {
+        for (String raw : Files.readAllLines(file)) {
             lineNo++;
             String line = raw.replaceFirst("#.*", "").trim();
             if (line.isEmpty()) {
@@ -208,14 +216,14 @@ public final class Topology {
                     levels.add(new Level(fanout, bw, lat));
                 }
                 case "rank" -> {
-                    java.util.regex.Matcher m = java.util.regex.Pattern.compile("rank\\s+(\\d+)\\s*=\\s*(\\S+)\\s+slot\\s*=\\s*(\\d+)")
+                    Matcher m = Pattern.compile("rank\\s+(\\d+)\\s*=\\s*(\\S+)\\s+slot\\s*=\\s*(\\d+)")
                             .matcher(line);
                     if (!m.matches()) {
                         throw new IllegalArgumentException(where + "expected 'rank R=HOST slot=S'");
                     }
                     int r = Integer.parseInt(m.group(1));
                     int slot = Integer.parseInt(m.group(3));
-                    Integer old = hosts.computeIfAbsent(m.group(2), h -> new java.util.TreeMap<>()).put(slot, r);
+                    Integer old = hosts.computeIfAbsent(m.group(2), h -> new TreeMap<>()).put(slot, r);
                     if (old != null) {
                         throw new IllegalArgumentException(where + "slot " + slot + " of " + m.group(2) + " holds ranks " + old + " and " + r);
                     }

@@ -20,6 +20,7 @@ import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import java.util.ArrayList;
 
 /** {@link Communicator#abort()}: from another thread, while a collective blocks, without taking its lock. */
 class AbortTest {
@@ -120,7 +121,7 @@ class AbortTest {
         for (int round = 0; round < 4; round++) {
             List<Communicator> comms = t.open(2, Duration.ofSeconds(10));
             try {
-                List<CompletableFuture<Throwable>> loops = new java.util.ArrayList<>();
+                List<CompletableFuture<Throwable>> loops = new ArrayList<>();
                 for (Communicator c : comms) {
                     CompletableFuture<Throwable> f = new CompletableFuture<>();
                     loops.add(f);

@@ -20,6 +20,7 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import java.util.function.BiPredicate;
 
 /**
  * The contract grid for every algorithm, selected by name: ranks {1..8, 12, 16} over the in-JVM
@@ -93,7 +94,7 @@ class AlgorithmContractTest {
 
     /** {@code include}: which type and operator pairs to check (for all-gather, broadcast and all-to-all: which types, with SUM). */
     static void check(String algorithm, Ranks.Transport transport, int n, long[] counts,
-                      java.util.function.BiPredicate<DataType, ReduceOp> include) {
+                      BiPredicate<DataType, ReduceOp> include) {
         Topology topology = topologyFor(algorithm, n);
         List<Collective> collectives = new ArrayList<>();
         for (Collective c : Collective.values()) {

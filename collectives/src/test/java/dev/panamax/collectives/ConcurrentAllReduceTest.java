@@ -20,6 +20,7 @@ import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import java.util.Arrays;
 
 /**
  * {@link Communicator#allReduceConcurrently} against {@link Reference}: several buffers of mixed
@@ -138,7 +139,7 @@ class ConcurrentAllReduceTest {
                 boolean ok = type.isFloatingPoint() ? Math.abs(got - want) <= Reference.tolerance(type) * Math.max(1, Math.abs(want)) : got == want;
                 if (!ok) {
                     failures.add("rank " + c.rank() + "/" + n + " " + type.canonicalName() + " " + op + " counts "
-                            + java.util.Arrays.toString(counts) + ": buffer " + j + " element " + i + " is " + got + ", expected " + want);
+                            + Arrays.toString(counts) + ": buffer " + j + " element " + i + " is " + got + ", expected " + want);
                     break;
                 }
             }

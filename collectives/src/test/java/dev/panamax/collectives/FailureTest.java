@@ -14,6 +14,7 @@ import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import java.lang.foreign.ValueLayout;
 
 /** Mismatches, silent peers and closed peers turn into exceptions on the waiting ranks, never hangs. */
 class FailureTest {
@@ -93,7 +94,7 @@ class FailureTest {
                     MemorySegment y = a.allocate(4 * 1000, 64);
                     x.fill((byte) 0);
                     for (int i = 0; i < 1000; i++) {
-                        x.setAtIndex(java.lang.foreign.ValueLayout.JAVA_INT, i, c.rank() + i);
+                        x.setAtIndex(ValueLayout.JAVA_INT, i, c.rank() + i);
                     }
                     var f1 = c.allReduceAsync(x, y, 1000, DataType.INT32, ReduceOp.SUM);
                     var f2 = c.allReduceAsync(y, y, 1000, DataType.INT32, ReduceOp.MAX);
@@ -101,7 +102,7 @@ class FailureTest {
                     f1.get();
                     f2.get();
                     for (int i = 0; i < 1000; i++) {
-                        int got = y.getAtIndex(java.lang.foreign.ValueLayout.JAVA_INT, i);
+                        int got = y.getAtIndex(ValueLayout.JAVA_INT, i);
                         if (got != 3 + 3 * i) {
                             throw new AssertionError("element " + i + " is " + got);
                         }

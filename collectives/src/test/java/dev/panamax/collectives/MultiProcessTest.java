@@ -20,6 +20,10 @@ import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.IntFunction;
+import org.junit.jupiter.api.Test;
 
 /** Ranks as real processes: a full job, and a job whose rank is killed with SIGKILL mid-collective. */
 class MultiProcessTest {
@@ -27,10 +31,10 @@ class MultiProcessTest {
     }
 
     private static List<Rank> launch(int n, String... args) throws IOException {
-        return launch(n, r -> java.util.Map.of(), args);
+        return launch(n, r -> Map.of(), args);
     }
 
-    private static List<Rank> launch(int n, java.util.function.IntFunction<java.util.Map<String, String>> env, String... args) throws IOException {
+    private static List<Rank> launch(int n, IntFunction<Map<String, String>> env, String... args) throws IOException {
         int port = Ports.freePort();
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<Rank> ranks = new ArrayList<>();
@@ -46,7 +50,7 @@ class MultiProcessTest {
             pb.environment().remove("PANAMAX_NODE");
             pb.environment().putAll(env.apply(r));
             Process p = pb.start();
-            List<String> lines = new java.util.concurrent.CopyOnWriteArrayList<>();
+            List<String> lines = new CopyOnWriteArrayList<>();
             CompletableFuture<List<String>> out = new CompletableFuture<>();
             // One reader thread per rank (the common pool may have a single thread on small machines).
             Thread.ofPlatform().daemon().start(() -> {
@@ -107,10 +111,10 @@ class MultiProcessTest {
         assertTrue(ok, report::toString);
     }
 
-    @org.junit.jupiter.api.Test
+    @Test
     void panamaxNodeGroupsRanksIntoSharedMemoryNodes() throws Exception {
         // Ranks 0,1 on node "a" and 2,3 on node "b": shared memory inside a node, TCP between nodes.
-        List<Rank> ranks = launch(4, r -> java.util.Map.of("PANAMAX_NODE", r < 2 ? "a" : "b"), "auto", "3", "1048579", "60");
+        List<Rank> ranks = launch(4, r -> Map.of("PANAMAX_NODE", r < 2 ? "a" : "b"), "auto", "3", "1048579", "60");
         String[] want = {"LINKS self shm tcp tcp", "LINKS shm self tcp tcp", "LINKS tcp tcp self shm", "LINKS tcp tcp shm self"};
         for (int r = 0; r < 4; r++) {
             Rank rank = ranks.get(r);

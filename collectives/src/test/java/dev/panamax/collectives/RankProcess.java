@@ -6,6 +6,7 @@ import dev.panamax.memory.ReduceOp;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
+import java.lang.foreign.Arena;
 
 /**
  * A rank as its own process, for the multi-process tests: joins the job from the environment,
@@ -30,7 +31,7 @@ public final class RankProcess {
             System.out.println(links);
             // "user": a plain Arena buffer (staged or read by address), else the communicator's shared memory.
             boolean user = args.length > 4 && args[4].equals("user");
-            MemorySegment buf = user ? java.lang.foreign.Arena.ofShared().allocate(count * 4, 64) : c.allocate(count * 4);
+            MemorySegment buf = user ? Arena.ofShared().allocate(count * 4, 64) : c.allocate(count * 4);
             for (int it = 0; it < iterations; it++) {
                 for (long i = 0; i < count; i++) {
                     buf.setAtIndex(ValueLayout.JAVA_FLOAT, i, c.rank() + 1);

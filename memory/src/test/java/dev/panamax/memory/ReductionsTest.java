@@ -19,6 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
+import java.util.Arrays;
 
 /**
  * Every type x op x count x offset against {@link Reference}, for both kernel implementations
@@ -98,7 +99,7 @@ class ReductionsTest {
                             case DST_IS_A -> { d = a; dOff = off[1]; Reductions.reduce(vector, t, op, a, off[1], a, off[1], b, off[2], n); }
                             case DST_IS_B -> { d = b; dOff = off[2]; Reductions.reduce(vector, t, op, b, off[2], a, off[1], b, off[2], n); }
                         }
-                        String what = t + " " + op + " n=" + n + " offsets=" + java.util.Arrays.toString(off) + " " + mode + " vector=" + vector;
+                        String what = t + " " + op + " n=" + n + " offsets=" + Arrays.toString(off) + " " + mode + " vector=" + vector;
                         for (long i = 0; i < n; i++) {
                             long want = Reference.expected(t, op, ea, off[1], eb, off[2], i);
                             long got = Reference.raw(t, d, dOff, i);

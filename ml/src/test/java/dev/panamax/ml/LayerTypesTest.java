@@ -15,6 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import java.util.Arrays;
 
 class LayerTypesTest {
     /** a = 1 s, b = 1 s/B, gamma = 1.5: times are easy to add up by hand. */
@@ -87,11 +88,11 @@ class LayerTypesTest {
                 if (x == MERGED) {
                     merged++;
                 } else {
-                    assertTrue(group <= 2, policy + " " + java.util.Arrays.toString(t));
+                    assertTrue(group <= 2, policy + " " + Arrays.toString(t));
                     group = 0;
                 }
             }
-            assertTrue(merged > 0, policy + " still fuses within the bound: " + java.util.Arrays.toString(t));
+            assertTrue(merged > 0, policy + " still fuses within the bound: " + Arrays.toString(t));
         }
         assertThrows(IllegalArgumentException.class, () -> new AllReduceModel(1, 1, 1, 0, 1, 0));
     }

@@ -8,7 +8,6 @@ import dev.panamax.verbs.RdmaTestDevice.Loopback;
 import org.junit.jupiter.api.Test;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 
 import static dev.panamax.verbs.RdmaTestDevice.TIMEOUT_NANOS;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -2,6 +2,7 @@ package dev.panamax.collectives.schedule;
 
 import java.util.Arrays;
 import java.util.List;
+import dev.panamax.collectives.Collective;
 
 /**
  * The immutable plan one rank follows for one collective: stages of steps on slices of its send,
@@ -50,7 +51,7 @@ public record Schedule(Problem problem, String algorithm, long[] scratchCounts, 
         Problem p = problem;
         b.append(p.collective().label()).append(" ").append(algorithm).append(": rank ").append(p.rank()).append(" of ")
                 .append(p.size()).append(", count ").append(p.count()).append(" x ").append(p.elementBytes()).append(" B");
-        if (p.collective() == dev.panamax.collectives.Collective.BROADCAST || p.collective() == dev.panamax.collectives.Collective.REDUCE) {
+        if (p.collective() == Collective.BROADCAST || p.collective() == Collective.REDUCE) {
             b.append(", root ").append(p.root());
         }
         b.append(", ").append(stages.size()).append(" stages, sends ").append(elementsSent()).append(" elements");

@@ -13,16 +13,18 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
 
 class CostModelTest {
 
     /** The network formulas are checked with the compute term out of the way; {@link #computeTerm} checks it. */
-    @org.junit.jupiter.api.BeforeAll
+    @BeforeAll
     static void noComputeTerm() {
         System.setProperty("panamax.model.reduceBytesPerSecond", "1e300");
     }
 
-    @org.junit.jupiter.api.AfterAll
+    @AfterAll
     static void defaultComputeTerm() {
         System.clearProperty("panamax.model.reduceBytesPerSecond");
     }

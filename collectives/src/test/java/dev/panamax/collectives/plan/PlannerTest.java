@@ -25,6 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import java.util.HashSet;
 
 class PlannerTest {
 
@@ -95,7 +96,7 @@ class PlannerTest {
     }
 
     private static Set<Integer> toSet(int[] a) {
-        Set<Integer> s = new java.util.HashSet<>();
+        Set<Integer> s = new HashSet<>();
         for (int x : a) {
             s.add(x);
         }

@@ -19,6 +19,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.StringJoiner;
+import java.util.Collections;
 
 /**
  * BlueConnect, from [BlueConnect], on device memory, one engine per level: the all-reduce is decomposed
@@ -109,7 +110,7 @@ public final class DeviceBlueConnect<B> implements AutoCloseable {
                                                        boolean includeUnitLevels) {
         EmulatedDeviceOps ops = new EmulatedDeviceOps(fabric, host.rank());
         try {
-            List<GpuBackend> stages = java.util.Collections.nCopies(topology.levels(), GpuBackend.STAGES);
+            List<GpuBackend> stages = Collections.nCopies(topology.levels(), GpuBackend.STAGES);
             return build(host, topology, stages, includeUnitLevels, ops, null,
                     (group, level, backend) -> StagesBackend.hostMemory(group, fabric));
         } catch (RuntimeException | Error e) {

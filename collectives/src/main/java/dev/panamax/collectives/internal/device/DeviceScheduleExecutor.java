@@ -14,6 +14,7 @@ import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.BitSet;
 
 /**
  * Runs the same {@link Schedule}s as {@link ScheduleExecutor} on device buffers of ranks on one
@@ -213,8 +214,8 @@ final class DeviceScheduleExecutor<B> implements AutoCloseable {
     }
 
     private static void checkOnePerPeer(List<Step.Send> sends, List<Step.Recv> recvs, String where) {
-        java.util.BitSet s = new java.util.BitSet();
-        java.util.BitSet r = new java.util.BitSet();
+        BitSet s = new BitSet();
+        BitSet r = new BitSet();
         for (Step.Send x : sends) {
             if (s.get(x.peer())) {
                 throw new UnsupportedOperationException("device stages take one send per peer per stage; " + where + " has more to rank " + x.peer());

@@ -18,6 +18,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.ThreadLocalRandom;
+import java.nio.ByteBuffer;
 
 /**
  * The host shared-memory signals of the device stages of one group of same-host ranks: per rank a
@@ -97,7 +98,7 @@ final class DeviceSignals implements AutoCloseable {
                 try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
                         StandardOpenOption.WRITE)) {
                     ch.truncate(bytes); // a new file: truncate to a larger size does nothing, so write the last byte
-                    ch.write(java.nio.ByteBuffer.allocate(1), bytes - 1);
+                    ch.write(ByteBuffer.allocate(1), bytes - 1);
                 }
                 byte[] b = path.toString().getBytes(StandardCharsets.UTF_8);
                 name.asSlice(0, b.length).copyFrom(MemorySegment.ofArray(b));

@@ -18,6 +18,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import dev.panamax.collectives.CollectiveException;
 
 /**
  * {@link DeviceOps} on host memory for ranks that are threads of one JVM: "device" buffers are
@@ -151,7 +152,7 @@ final class EmulatedDeviceOps implements DeviceOps<MemorySegment> {
             throw new CollectiveTimeoutException(name + ": queued work did not finish in " + timeoutNanos / 1_000_000 + " ms");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new dev.panamax.collectives.CollectiveException(name + ": interrupted while waiting for queued work", e);
+            throw new CollectiveException(name + ": interrupted while waiting for queued work", e);
         } catch (ExecutionException e) {
             throw new IllegalStateException(name + ": " + e.getCause(), e.getCause());
         }

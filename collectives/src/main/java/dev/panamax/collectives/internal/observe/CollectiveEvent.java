@@ -7,6 +7,7 @@ import jdk.jfr.Description;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
+import jdk.jfr.Event;
 
 /**
  * JFR event {@code dev.panamax.Collective}: one collective (or point-to-point send or receive) of
@@ -19,7 +20,7 @@ import jdk.jfr.StackTrace;
 @Category({"Panamax"})
 @Description("One collective or point-to-point transfer of one rank, committed at its end, also when it fails")
 @StackTrace(false)
-public final class CollectiveEvent extends jdk.jfr.Event {
+public final class CollectiveEvent extends Event {
     static final String NAME = "dev.panamax.Collective";
 
     @Label("Rank")

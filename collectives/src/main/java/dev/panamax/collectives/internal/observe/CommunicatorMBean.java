@@ -17,6 +17,8 @@ import javax.management.MBeanAttributeInfo;
 import javax.management.MBeanInfo;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
+import javax.management.MalformedObjectNameException;
+import javax.management.ReflectionException;
 
 /**
  * The JMX view of one communicator, {@code dev.panamax:type=Communicator,rank=R,id=N} (N unique in
@@ -86,7 +88,7 @@ public final class CommunicatorMBean implements DynamicMBean {
     static ObjectName objectName(int rank, long id) {
         try {
             return new ObjectName("dev.panamax:type=Communicator,rank=" + rank + ",id=" + id);
-        } catch (javax.management.MalformedObjectNameException e) {
+        } catch (MalformedObjectNameException e) {
             throw new IllegalStateException(e);
         }
     }
@@ -154,8 +156,8 @@ public final class CommunicatorMBean implements DynamicMBean {
     }
 
     @Override
-    public Object invoke(String actionName, Object[] params, String[] signature) throws javax.management.ReflectionException {
-        throw new javax.management.ReflectionException(new NoSuchMethodException(actionName));
+    public Object invoke(String actionName, Object[] params, String[] signature) throws ReflectionException {
+        throw new ReflectionException(new NoSuchMethodException(actionName));
     }
 
     @Override

@@ -7,6 +7,7 @@ import jdk.jfr.Enabled;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
+import jdk.jfr.Event;
 
 /**
  * JFR event {@code dev.panamax.Step}: one stage of a collective's schedule on one rank (its local
@@ -19,7 +20,7 @@ import jdk.jfr.StackTrace;
 @Description("One stage of a collective's schedule on one rank: local steps, then transfers posted and awaited")
 @StackTrace(false)
 @Enabled(false)
-public final class StepEvent extends jdk.jfr.Event {
+public final class StepEvent extends Event {
     static final String NAME = "dev.panamax.Step";
 
     @Label("Rank")

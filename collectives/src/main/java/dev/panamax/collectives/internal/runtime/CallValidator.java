@@ -14,6 +14,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.util.StringJoiner;
+import java.util.Locale;
 
 /**
  * Optional cross-rank validation: before each collective, every rank contributes a fixed-size
@@ -90,7 +91,7 @@ final class CallValidator {
             b.append(' ').append(DataType.values()[(int) type].canonicalName());
         }
         if (op >= 0 && op < ReduceOp.values().length) {
-            b.append(' ').append(ReduceOp.values()[(int) op].name().toLowerCase(java.util.Locale.ROOT));
+            b.append(' ').append(ReduceOp.values()[(int) op].name().toLowerCase(Locale.ROOT));
         }
         b.append(" count ").append(count);
         if (root >= 0) {

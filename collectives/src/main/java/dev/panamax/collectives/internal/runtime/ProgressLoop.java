@@ -7,6 +7,8 @@ import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.memory.concurrent.TimedBackoffIdleStrategy;
 
 import java.util.StringJoiner;
+import java.util.Arrays;
+import java.util.Locale;
 
 /**
  * Drives posted requests to completion on the calling thread, with the communicator's timeout,
@@ -113,7 +115,7 @@ public final class ProgressLoop {
         try {
             awaitAll(few, 4);
         } finally {
-            java.util.Arrays.fill(few, null);
+            Arrays.fill(few, null);
         }
     }
 
@@ -205,7 +207,7 @@ public final class ProgressLoop {
             } catch (RuntimeException e) {
                 pending = "?"; // the requests changed under us
             }
-            b.append(String.format(java.util.Locale.ROOT, ", waiting %.1f s for: ", (System.nanoTime() - since) / 1e9)).append(pending);
+            b.append(String.format(Locale.ROOT, ", waiting %.1f s for: ", (System.nanoTime() - since) / 1e9)).append(pending);
         }
         return b.toString();
     }

@@ -3,6 +3,7 @@ package dev.panamax.collectives.internal.runtime;
 import dev.panamax.collectives.internal.transport.BufferAllocator;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
 /**
  * Reusable work buffers of a communicator, from its allocator (shared memory where peers read it
@@ -20,7 +21,7 @@ final class ScratchBuffers {
     /** Buffer {@code index} with at least {@code byteSize} bytes, sliced to exactly that size. */
     MemorySegment get(int index, long byteSize) {
         if (index >= buffers.length) {
-            buffers = java.util.Arrays.copyOf(buffers, Math.max(index + 1, buffers.length * 2));
+            buffers = Arrays.copyOf(buffers, Math.max(index + 1, buffers.length * 2));
         }
         MemorySegment b = buffers[index];
         if (b == null || b.byteSize() < byteSize) {

@@ -30,6 +30,8 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import java.text.MessageFormat;
+import java.util.Random;
 
 /** Bootstrap authentication: the store and the rank-to-rank TCP handshake admit only holders of the job's secret. */
 class StoreAuthTest {
@@ -57,7 +59,7 @@ class StoreAuthTest {
 
         @Override
         public void log(Level level, ResourceBundle bundle, String format, Object... params) {
-            lines.add(level + " " + java.text.MessageFormat.format(format, params));
+            lines.add(level + " " + MessageFormat.format(format, params));
         }
 
         boolean waitFor(String fragment, long millis) throws InterruptedException {
@@ -197,7 +199,7 @@ class StoreAuthTest {
              Socket stranger = new Socket("127.0.0.1", server.port())) {
             stranger.setSoTimeout(10_000);
             byte[] garbage = new byte[200];
-            new java.util.Random(42).nextBytes(garbage);
+            new Random(42).nextBytes(garbage);
             stranger.getOutputStream().write(garbage);
             InputStream in = stranger.getInputStream();
             in.readNBytes(4 + MutualAuth.NONCE_BYTES);

@@ -29,6 +29,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
+import java.lang.foreign.ValueLayout;
 
 /**
  * {@link DeviceBlueConnect} with the own stages on every level, over in-JVM host communicators and
@@ -81,7 +82,7 @@ class DeviceBlueConnectTest {
             }
             byte guard = inPlace ? (byte) 0x77 : (byte) 0x5a;
             for (long b = count * e; b < count * e + 16; b++) {
-                if (recv.get(java.lang.foreign.ValueLayout.JAVA_BYTE, b) != guard) {
+                if (recv.get(ValueLayout.JAVA_BYTE, b) != guard) {
                     return what + ": byte " + b + " after the result was written";
                 }
             }

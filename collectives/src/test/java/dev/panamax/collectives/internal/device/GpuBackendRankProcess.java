@@ -1,7 +1,6 @@
 package dev.panamax.collectives.internal.device;
 
 import dev.panamax.collectives.Communicator;
-import dev.panamax.collectives.CommunicatorBuilder;
 import dev.panamax.collectives.GpuBackend;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
@@ -16,10 +15,10 @@ import dev.panamax.memory.ReduceOp;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.LongToDoubleFunction;
 
 /**
  * A rank process of {@code GpuBackendTest} (or, with one rank, called in the test's JVM): joins the job
@@ -120,14 +119,14 @@ public final class GpuBackendRankProcess {
         return Math.abs(got - want) <= tol * Math.max(1, Math.abs(want));
     }
 
-    private static void fill(MemorySegment h, DataType type, long count, java.util.function.LongToDoubleFunction f) {
+    private static void fill(MemorySegment h, DataType type, long count, LongToDoubleFunction f) {
         for (long i = 0; i < count; i++) {
             type.setFromDouble(h, 0, i, f.applyAsDouble(i));
         }
     }
 
     private static void check(List<String> wrong, String what, MemorySegment h, DataType type, long count,
-                              java.util.function.LongToDoubleFunction want) {
+                              LongToDoubleFunction want) {
         for (long i = 0; i < count; i++) {
             double w = want.applyAsDouble(i);
             double g = type.getAsDouble(h, 0, i);

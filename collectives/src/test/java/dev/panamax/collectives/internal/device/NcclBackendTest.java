@@ -15,6 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import java.util.function.Function;
 
 /**
  * The host side of the NCCL backend's set-up, which needs no GPU: the agreement on whether every
@@ -23,7 +24,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class NcclBackendTest {
     private static final long TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(20);
 
-    private static <T> List<T> onRanks(int n, java.util.function.Function<Communicator, T> body) {
+    private static <T> List<T> onRanks(int n, Function<Communicator, T> body) {
         List<Communicator> host = Panamax.local(n, TIMEOUT_NANOS);
         try {
             return DeviceScheduleExecutorTest.onEachRank(n, r -> body.apply(host.get(r)));

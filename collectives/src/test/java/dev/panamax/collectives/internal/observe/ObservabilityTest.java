@@ -34,6 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import java.util.logging.Level;
 
 /** The JFR events, the per-communicator JMX bean and the stuck-rank log line. */
 class ObservabilityTest {
@@ -192,7 +193,7 @@ class ObservabilityTest {
                     () -> comms.get(0).allReduce(s, 1024, DataType.FLOAT32, ReduceOp.SUM));
             List<LogRecord> warnings;
             synchronized (records) {
-                warnings = records.stream().filter(r -> r.getLevel() == java.util.logging.Level.WARNING).toList();
+                warnings = records.stream().filter(r -> r.getLevel() == Level.WARNING).toList();
             }
             assertEquals(1, warnings.size(), () -> "records: " + records);
             String line = warnings.getFirst().getMessage();

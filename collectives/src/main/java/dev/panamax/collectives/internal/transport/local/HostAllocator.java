@@ -6,10 +6,11 @@ import dev.panamax.memory.HostMemory;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
+import java.util.HashMap;
 
 /** Plain page-aligned host memory, one shared arena per buffer (for in-JVM ranks, which read each other's memory anyway). */
 public final class HostAllocator implements BufferAllocator {
-    private final Map<Long, Arena> arenas = new java.util.HashMap<>();
+    private final Map<Long, Arena> arenas = new HashMap<>();
     private boolean closed;
 
     @Override
