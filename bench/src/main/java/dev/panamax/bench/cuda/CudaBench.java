@@ -1,4 +1,4 @@
-package dev.panamax.cuda.bench;
+package dev.panamax.bench.cuda;
 
 import dev.panamax.bindings.cuda.cuda_h;
 import dev.panamax.bindings.nccl.nccl_h;

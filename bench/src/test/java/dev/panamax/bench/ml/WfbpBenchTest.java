@@ -1,4 +1,4 @@
-package dev.panamax.ml.bench;
+package dev.panamax.bench.ml;
 
 import org.junit.jupiter.api.Test;
 

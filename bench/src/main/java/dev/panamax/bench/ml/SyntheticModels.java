@@ -1,8 +1,10 @@
-package dev.panamax.ml.bench;
+package dev.panamax.bench.ml;
 
 import dev.panamax.ml.BackwardProfile;
 
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
@@ -32,7 +34,7 @@ public final class SyntheticModels {
 
     /** The four models by name: resnet152, densenet201, inception4, bert-base. */
     public static Map<String, Supplier<BackwardProfile>> all() {
-        java.util.LinkedHashMap<String, Supplier<BackwardProfile>> m = new java.util.LinkedHashMap<>();
+        LinkedHashMap<String, Supplier<BackwardProfile>> m = new LinkedHashMap<>();
         m.put("resnet152", SyntheticModels::resnet152);
         m.put("densenet201", SyntheticModels::densenet201);
         m.put("inception4", SyntheticModels::inceptionV4);
@@ -53,7 +55,7 @@ public final class SyntheticModels {
      * </ul>
      */
     public static Map<String, Supplier<BackwardProfile>> probes() {
-        java.util.LinkedHashMap<String, Supplier<BackwardProfile>> m = new java.util.LinkedHashMap<>();
+        LinkedHashMap<String, Supplier<BackwardProfile>> m = new LinkedHashMap<>();
         m.put("comm-bound", () -> uniform(32, 16L << 20, 0.01, 0.02));
         m.put("many-small", () -> uniform(512, 16L << 10, 0.01, 0.02));
         return m;
@@ -63,8 +65,8 @@ public final class SyntheticModels {
     static BackwardProfile uniform(int tensors, long bytes, double forwardSeconds, double backwardSeconds) {
         double[] t = new double[tensors];
         long[] b = new long[tensors];
-        java.util.Arrays.fill(t, backwardSeconds / tensors);
-        java.util.Arrays.fill(b, bytes);
+        Arrays.fill(t, backwardSeconds / tensors);
+        Arrays.fill(b, bytes);
         return new BackwardProfile(forwardSeconds, t, b);
     }
 

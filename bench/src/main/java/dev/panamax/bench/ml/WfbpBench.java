@@ -1,4 +1,4 @@
-package dev.panamax.ml.bench;
+package dev.panamax.bench.ml;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;

@@ -1,4 +1,4 @@
-package dev.panamax.ml.examples;
+package dev.panamax.bench.examples;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;
@@ -12,6 +12,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import java.util.function.IntConsumer;
 
 /**
  * Data-parallel training in plain Java with a {@link GradientSynchronizer}: a one-hidden-layer
@@ -138,7 +139,7 @@ public final class MlpExample {
          * Back-propagation of the mean loss over samples {@code [from, to)} of {@code order} into
          * {@link #grads}; {@code ready.accept(t)} as gradient t (backward order) is final.
          */
-        void backward(Dataset data, int[] order, int from, int to, java.util.function.IntConsumer ready) {
+        void backward(Dataset data, int[] order, int from, int to, IntConsumer ready) {
             int n = to - from;
             double[] gw1 = new double[w1.length];
             double[] gb1 = new double[hidden];

@@ -1,7 +1,6 @@
-package dev.panamax.collectives.bench;
+package dev.panamax.bench.gpu;
 
 import dev.panamax.collectives.Communicator;
-import dev.panamax.collectives.CommunicatorBuilder;
 import dev.panamax.collectives.GpuBackend;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
@@ -15,12 +14,16 @@ import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.management.ManagementFactory;
 import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -58,7 +61,7 @@ public final class GpuAllReduceBench {
                 case "--iters" -> iters = Integer.parseInt(args[++i]);
                 case "--warmup" -> warmup = Integer.parseInt(args[++i]);
                 case "--algorithms" -> algorithms = args[++i];
-                case "--backend" -> backend = GpuBackend.valueOf(args[++i].toUpperCase(java.util.Locale.ROOT));
+                case "--backend" -> backend = GpuBackend.valueOf(args[++i].toUpperCase(Locale.ROOT));
                 default -> {
                     System.err.println("usage: GpuAllReduceBench [--ranks N] [--backend stages|nccl] [--max-mib M] [--iters I] [--warmup W] "
                             + "[--algorithms ring,rhd]");
@@ -141,7 +144,7 @@ public final class GpuAllReduceBench {
              DeviceMemory buf = ctx.allocate(maxBytes)) {
             int n = gpu.size();
             buf.fill((byte) 0);
-            java.lang.foreign.MemorySegment t = java.lang.foreign.Arena.ofAuto().allocate(8, 8);
+            MemorySegment t = Arena.ofAuto().allocate(8, 8);
             if (gpu.rank() == 0) {
                 System.out.println("# GpuAllReduceBench: " + n + " rank processes on " + ctx.device().name() + ", backend " + backend
                         + ", float32 sum, in place, "
@@ -162,9 +165,9 @@ public final class GpuAllReduceBench {
                         gpu.allReduce(b, count, DataType.FLOAT32, ReduceOp.SUM);
                     }
                     double seconds = (System.nanoTime() - start) / 1e9 / iters;
-                    t.set(java.lang.foreign.ValueLayout.JAVA_DOUBLE, 0, seconds);
+                    t.set(ValueLayout.JAVA_DOUBLE, 0, seconds);
                     host.allReduce(t, 1, DataType.FLOAT64, ReduceOp.MAX);
-                    seconds = t.get(java.lang.foreign.ValueLayout.JAVA_DOUBLE, 0);
+                    seconds = t.get(ValueLayout.JAVA_DOUBLE, 0);
                     double algbw = bytes / seconds / 1e9;
                     if (gpu.rank() == 0) {
                         System.out.printf("  %-5s %12d %12d %10.1f %8.2f %8.2f%n", algorithm, bytes, count, seconds * 1e6, algbw,
