@@ -19,8 +19,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * GPU: their options, and the message without the CUDA and NCCL libraries.
  */
 class PerfDeviceTest {
-    private static PerfMain parse(String... args) {
-        PerfMain m = new PerfMain(System.out, System.err);
+    private static PerfCommand parse(String... args) {
+        PerfCommand m = new PerfCommand(System.out, System.err);
         new CommandLine(m).parseArgs(args);
         m.validate();
         return m;
