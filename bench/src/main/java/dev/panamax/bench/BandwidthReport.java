@@ -2,7 +2,7 @@ package dev.panamax.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.panamax.bench.perf.Collective;
+import dev.panamax.bench.perf.PerfCollective;
 import dev.panamax.bench.perf.Row;
 import dev.panamax.memory.DataType;
 
@@ -32,7 +32,7 @@ public final class BandwidthReport {
                 continue;
             }
             JsonNode p = r.path("params");
-            Collective c = Collective.parse(p.path("collective").asText());
+            PerfCollective c = PerfCollective.parse(p.path("collective").asText());
             int ranks = p.path("ranks").asInt();
             DataType type = DataType.parse(p.path("type").asText());
             long count = c.count(p.path("bytes").asLong(), type.byteSize(), ranks);

@@ -4,7 +4,7 @@ import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.TransportKind;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
-import dev.panamax.bench.perf.Collective;
+import dev.panamax.bench.perf.PerfCollective;
 import dev.panamax.bench.perf.RankProcesses;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
@@ -38,7 +38,7 @@ import java.util.concurrent.atomic.AtomicReference;
  *       1..n-1 as helper JVMs ({@link CollectiveWorker}) that join through the environment.</li>
  * </ul>
  * The benchmark thread is rank 0; the other ranks run exactly the operations it issues, in
- * lockstep, through a {@link ControlBlock}. {@code bytes} is the nccl-tests size (the larger buffer;
+ * lockstep, through {@link LockstepCounters}. {@code bytes} is the nccl-tests size (the larger buffer;
  * per-rank count = bytes / typeSize / ranks for all-gather and reduce-scatter); the bandwidths
  * follow from the score: algbw GB/s = bytes / (us/op) / 1000, busbw = algbw * the collective's
  * factor ({@link BandwidthReport} prints both from a {@code -rf json} result file).
@@ -75,7 +75,7 @@ public class CollectiveBenchmark {
     @Param({"sum"})
     public String op;
 
-    private ControlBlock control;
+    private LockstepCounters lockstep;
     private CollectiveSetup rank0;
     private final List<Communicator> comms = new ArrayList<>();
     private final List<Thread> helperThreads = new ArrayList<>();
@@ -84,20 +84,20 @@ public class CollectiveBenchmark {
 
     @Setup(Level.Trial)
     public void setUp() {
-        Collective c = Collective.parse(collective);
+        PerfCollective c = PerfCollective.parse(collective);
         DataType t = DataType.parse(type);
         ReduceOp o = ReduceOp.parse(op);
         long timeoutNanos = (long) (TIMEOUT_SECONDS * 1e9);
         switch (transport) {
             case "local" -> {
-                control = ControlBlock.inMemory();
+                lockstep = LockstepCounters.inMemory();
                 comms.addAll(Panamax.local(ranks, timeoutNanos));
                 rank0 = new CollectiveSetup(comms.get(0), c, bytes, t, o);
                 for (int r = 1; r < ranks; r++) {
                     CollectiveSetup s = new CollectiveSetup(comms.get(r), c, bytes, t, o);
                     Thread th = new Thread(() -> {
                         try {
-                            control.follow(s);
+                            lockstep.follow(s);
                         } catch (Throwable e) {
                             helperFailure.compareAndSet(null, e);
                             comms.forEach(Communicator::close); // rank 0 fails now rather than at the timeout
@@ -109,7 +109,7 @@ public class CollectiveBenchmark {
                 }
             }
             case "shm", "tcp" -> {
-                control = ControlBlock.createFile();
+                lockstep = LockstepCounters.createFile();
                 String addr = "127.0.0.1";
                 int port = RankProcesses.freePort(addr);
                 List<String> jvm = new ArrayList<>(List.of("--enable-native-access=ALL-UNNAMED", "--add-modules=jdk.incubator.vector",
@@ -121,7 +121,7 @@ public class CollectiveBenchmark {
                 });
                 List<String> cmd = RankProcesses.javaCommand(CollectiveWorker.class.getName(), jvm);
                 cmd.addAll(List.of(c.cliName(), transport, Long.toString(bytes), t.canonicalName(), o.name(),
-                        control.file().toString(), Double.toString(TIMEOUT_SECONDS)));
+                        lockstep.file().toString(), Double.toString(TIMEOUT_SECONDS)));
                 helperProcesses = RankProcesses.start(ranks, addr, port, cmd, Map.of(), System.err,
                         (rank, status) -> System.err.println("helper rank " + rank + " exited with status " + status));
                 Communicator comm = Panamax.builder().config(new LaunchConfig(0, ranks, 0, addr, port))
@@ -135,15 +135,15 @@ public class CollectiveBenchmark {
 
     @Benchmark
     public void collective() {
-        control.issue();
+        lockstep.issue();
         rank0.run();
     }
 
     @TearDown(Level.Trial)
     public void tearDown() throws InterruptedException {
         try {
-            if (control != null) {
-                control.stop();
+            if (lockstep != null) {
+                lockstep.stop();
             }
             for (Thread t : helperThreads) {
                 t.join(TimeUnit.SECONDS.toMillis((long) TIMEOUT_SECONDS));
@@ -161,8 +161,8 @@ public class CollectiveBenchmark {
             comms.forEach(Communicator::close);
             comms.clear();
             helperThreads.clear();
-            if (control != null) {
-                control.close();
+            if (lockstep != null) {
+                lockstep.close();
             }
         }
         Throwable f = helperFailure.get();

@@ -1,7 +1,7 @@
 package dev.panamax.bench;
 
 import dev.panamax.collectives.Communicator;
-import dev.panamax.bench.perf.Collective;
+import dev.panamax.bench.perf.PerfCollective;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -13,14 +13,14 @@ import java.lang.foreign.MemorySegment;
  */
 final class CollectiveSetup implements Runnable {
     final Communicator comm;
-    final Collective collective;
+    final PerfCollective collective;
     final DataType type;
     final ReduceOp op;
     final long count;
     final MemorySegment send;
     final MemorySegment recv;
 
-    CollectiveSetup(Communicator comm, Collective collective, long bytes, DataType type, ReduceOp op) {
+    CollectiveSetup(Communicator comm, PerfCollective collective, long bytes, DataType type, ReduceOp op) {
         this.comm = comm;
         this.collective = collective;
         this.type = type;

@@ -15,14 +15,14 @@ import java.lang.foreign.MemorySegment;
  * within a few units in the last place of the type (average divides).
  */
 public final class CheckData {
-    private final Collective collective;
+    private final PerfCollective collective;
     private final DataType type;
     private final ReduceOp op;
     private final int ranks;
     private final int root;
     private final MemorySegment scratch = Arena.ofAuto().allocate(8, 8);
 
-    public CheckData(Collective collective, DataType type, ReduceOp op, int ranks, int root) {
+    public CheckData(PerfCollective collective, DataType type, ReduceOp op, int ranks, int root) {
         this.collective = collective;
         this.type = type;
         this.op = collective.reduces() ? op : null;
@@ -74,10 +74,10 @@ public final class CheckData {
 
     /** Elements of the receive buffer of {@code rank} that differ from the expected result (0 for a reduce's non-root ranks). */
     public long countWrong(MemorySegment recv, int rank, long count) {
-        if (collective == Collective.REDUCE && rank != root) {
+        if (collective == PerfCollective.REDUCE && rank != root) {
             return 0;
         }
-        long elements = collective == Collective.ALLGATHER ? count * ranks : count;
+        long elements = collective == PerfCollective.ALLGATHER ? count * ranks : count;
         double tolerance = tolerance(type);
         long wrong = 0;
         for (long i = 0; i < elements; i++) {

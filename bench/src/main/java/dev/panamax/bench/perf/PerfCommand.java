@@ -167,7 +167,7 @@ public final class PerfCommand implements Callable<Integer> {
         if (collective == null && !calibrate && plotFrom == null) {
             throw new IllegalArgumentException("missing COLLECTIVE (allreduce, reducescatter, allgather, broadcast or reduce)");
         }
-        Collective c = Collective.parse(collective == null ? "allreduce" : collective);
+        PerfCollective c = PerfCollective.parse(collective == null ? "allreduce" : collective);
         if (!List.of("local", "shm", "tcp", "verbs", "auto", "gpu", "nccl").contains(transport.toLowerCase(Locale.ROOT))) {
             throw new IllegalArgumentException("unknown transport '" + transport + "'; known: local, shm, tcp, verbs, auto, gpu, nccl");
         }
@@ -251,8 +251,8 @@ public final class PerfCommand implements Callable<Integer> {
      * reduce-scatter, all-gather and broadcast), calibration, user buffers; the own stages run ring and
      * rhd ({@code auto}: ring; broadcast: ring), NCCL its own choice ({@code auto} or {@code nccl}).
      */
-    private void checkDeviceOptions(Collective c) {
-        if (c == Collective.REDUCE) {
+    private void checkDeviceOptions(PerfCollective c) {
+        if (c == PerfCollective.REDUCE) {
             throw new IllegalArgumentException("-t " + transport + " runs allreduce, reducescatter, allgather and broadcast, not reduce");
         }
         if (calibrate) {
@@ -262,7 +262,7 @@ public final class PerfCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--user-buffers is for the host transports; -t " + transport + " measures device memory");
         }
         List<String> allowed = backend == GpuBackend.NCCL ? List.of(Algorithms.AUTO, "nccl")
-                : c == Collective.BROADCAST ? List.of(Algorithms.AUTO, "ring") : List.of(Algorithms.AUTO, "ring", "rhd");
+                : c == PerfCollective.BROADCAST ? List.of(Algorithms.AUTO, "ring") : List.of(Algorithms.AUTO, "ring", "rhd");
         List<String> mapped = new ArrayList<>();
         for (String a : algorithms == null ? List.of(Algorithms.AUTO) : algorithms) {
             String n = a.trim().toLowerCase(Locale.ROOT);
@@ -286,7 +286,7 @@ public final class PerfCommand implements Callable<Integer> {
      * know for this collective, and on an algorithm that cannot run it on {@code -np} ranks (as far
      * as rank 0 of the largest size tells).
      */
-    private List<String> checkAlgorithms(Collective c, DataType type, List<Long> sizes, Topology top) {
+    private List<String> checkAlgorithms(PerfCollective c, DataType type, List<Long> sizes, Topology top) {
         List<String> known = Algorithms.namesFor(c.api());
         List<String> out = new ArrayList<>();
         for (String a : algorithms == null ? List.of(Algorithms.AUTO) : algorithms) {

@@ -21,7 +21,7 @@ import java.util.List;
  * @param algorithms  the algorithms to sweep, one after the other ({@code auto}: the planner's choice per size)
  * @param topology    the {@code --topology} spec every rank sets, or null for the communicator's own
  */
-public record PerfConfig(Collective collective, DataType type, ReduceOp op, int root, List<Long> sizes, int iters, int warmup,
+public record PerfConfig(PerfCollective collective, DataType type, ReduceOp op, int root, List<Long> sizes, int iters, int warmup,
                          boolean check, boolean userBuffers, int jitWarmup, List<String> algorithms, String topology) {
 
     public PerfConfig {

@@ -43,7 +43,7 @@ final class PerfReport {
     /** The lines above the table: what is measured, the sweep, and the column headings. */
     void printHeader() {
         PerfConfig config = cmd.config();
-        Collective c = config.collective();
+        PerfCollective c = config.collective();
         StringBuilder sb = new StringBuilder("# panamax-perf ").append(c.cliName()).append(": np ").append(cmd.ranks)
                 .append(", transport ").append(cmd.transport).append(", algorithm ").append(String.join(",", config.algorithms()))
                 .append(", type ").append(config.type().canonicalName())

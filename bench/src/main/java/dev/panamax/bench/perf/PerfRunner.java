@@ -86,7 +86,7 @@ public final class PerfRunner {
      */
     public List<Row> run(Consumer<Row> sink) {
         int ranks = comm.size();
-        Collective c = config.collective();
+        PerfCollective c = config.collective();
         int ts = config.type().byteSize();
         if (config.topology() != null) {
             comm.setTopology(Topology.parse(config.topology()));
@@ -170,7 +170,7 @@ public final class PerfRunner {
 
         @Override
         public Double predictUs(String algorithm, long count) {
-            Collective c = config.collective();
+            PerfCollective c = config.collective();
             return PerfRunner.predictUs(algorithm, new Problem(c.api(), 0, comm.size(), count, config.type().byteSize(),
                     c.rooted() ? config.root() : 0, comm.topology()));
         }
@@ -223,7 +223,7 @@ public final class PerfRunner {
      * every 64 iterations. Counts, not time: every rank does the same calls.
      */
     private void warmUp(Buffers b, CheckData check) {
-        Collective c = config.collective();
+        PerfCollective c = config.collective();
         int ts = config.type().byteSize();
         int ranks = comm.size();
         for (long requested : config.sizes()) {
@@ -242,7 +242,7 @@ public final class PerfRunner {
 
     /** One row: warm-up iterations, a barrier, the timed iterations, the check, the statistics across ranks. */
     private Row measure(Buffers b, CheckData check, long count, int warmup, int iters) {
-        Collective c = config.collective();
+        PerfCollective c = config.collective();
         DataType type = config.type();
         ReduceOp op = config.op();
         int ts = type.byteSize();

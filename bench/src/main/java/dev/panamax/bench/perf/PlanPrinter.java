@@ -29,7 +29,7 @@ final class PlanPrinter {
         List<Communicator> comms = Panamax.local(ranks, timeoutNanos);
         try {
             Communicator comm = configure(comms.get(rank), config);
-            Collective c = config.collective();
+            PerfCollective c = config.collective();
             int ts = config.type().byteSize();
             List<Long> sizes = allSizes ? config.sizes() : config.sizes().subList(0, 1);
             out.printf(Locale.ROOT, "# schedules of rank %d of %d, %s, type %s, topology %s%n", rank, ranks, c.cliName(),
@@ -60,7 +60,7 @@ final class PlanPrinter {
         List<Communicator> comms = Panamax.local(ranks, timeoutNanos);
         try {
             Topology topology = configure(comms.get(0), config).topology();
-            Collective c = config.collective();
+            PerfCollective c = config.collective();
             int ts = config.type().byteSize();
             out.printf(Locale.ROOT, "# planner: %s, np %d, type %s, topology %s%n", c.cliName(), ranks, config.type().canonicalName(), topology);
             for (long requested : config.sizes()) {

@@ -30,7 +30,7 @@ public record Row(long size, long count, String type, String redop, int root, do
                   Double predictedUs) {
 
     /** Builds a row from the measured time, computing the bandwidths. */
-    public static Row of(Collective c, long count, int typeSize, String type, String redop, int root, int ranks,
+    public static Row of(PerfCollective c, long count, int typeSize, String type, String redop, int root, int ranks,
                          double timeUs, long wrong, double minUs, double p50Us, double p99Us, double maxUs) {
         long size = c.sizeBytes(count, typeSize, ranks);
         double algBw = algBw(size, timeUs);

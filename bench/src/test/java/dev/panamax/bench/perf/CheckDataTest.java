@@ -13,7 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class CheckDataTest {
     @Test
     void productIsTwoEverywhere() {
-        CheckData d = new CheckData(Collective.ALLREDUCE, DataType.BFLOAT16, ReduceOp.PROD, 5, 0);
+        CheckData d = new CheckData(PerfCollective.ALLREDUCE, DataType.BFLOAT16, ReduceOp.PROD, 5, 0);
         for (long i = 0; i < 1000; i++) {
             assertEquals(2.0, d.expected(0, 1000, i));
         }
@@ -21,8 +21,8 @@ class CheckDataTest {
 
     @Test
     void inputsAreSmallIntegers() {
-        CheckData sum = new CheckData(Collective.ALLREDUCE, DataType.INT8, ReduceOp.SUM, 4, 0);
-        CheckData gather = new CheckData(Collective.ALLGATHER, DataType.INT8, ReduceOp.SUM, 4, 0);
+        CheckData sum = new CheckData(PerfCollective.ALLREDUCE, DataType.INT8, ReduceOp.SUM, 4, 0);
+        CheckData gather = new CheckData(PerfCollective.ALLGATHER, DataType.INT8, ReduceOp.SUM, 4, 0);
         for (long i = 0; i < 1000; i++) {
             double v = sum.input(1, i);
             assertTrue(v >= 1 && v <= 5 && v == Math.rint(v));
@@ -35,7 +35,7 @@ class CheckDataTest {
     void countsWrongElements() {
         int ranks = 3;
         long count = 64;
-        CheckData d = new CheckData(Collective.ALLGATHER, DataType.FLOAT32, ReduceOp.SUM, ranks, 0);
+        CheckData d = new CheckData(PerfCollective.ALLGATHER, DataType.FLOAT32, ReduceOp.SUM, ranks, 0);
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment recv = arena.allocate(count * ranks * 4);
             for (int r = 0; r < ranks; r++) {
@@ -50,7 +50,7 @@ class CheckDataTest {
 
     @Test
     void integerAverageTruncatesLikeTheLibrary() {
-        CheckData d = new CheckData(Collective.ALLREDUCE, DataType.INT32, ReduceOp.AVG, 3, 0);
+        CheckData d = new CheckData(PerfCollective.ALLREDUCE, DataType.INT32, ReduceOp.AVG, 3, 0);
         double sum = d.input(0, 7) + d.input(1, 7) + d.input(2, 7);
         assertEquals(sum / 3, d.expected(0, 10, 7), 1e-12);
     }

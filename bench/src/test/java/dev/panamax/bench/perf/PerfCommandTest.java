@@ -26,7 +26,7 @@ class PerfCommandTest {
         PerfCommand m = parse("allreduce", "-np", "4", "-t", "shm", "-b", "8", "-e", "64M", "-f", "2", "-n", "20", "-w", "5",
                 "-c", "1", "-d", "float32", "-o", "sum");
         PerfConfig c = m.config();
-        assertEquals(Collective.ALLREDUCE, c.collective());
+        assertEquals(PerfCollective.ALLREDUCE, c.collective());
         assertEquals(DataType.FLOAT32, c.type());
         assertEquals(ReduceOp.SUM, c.op());
         assertEquals(8, c.sizes().getFirst());
@@ -41,7 +41,7 @@ class PerfCommandTest {
     @Test
     void acceptsNcclTypeNamesAndIncrements() {
         PerfConfig c = parse("reduce_scatter", "-d", "bf16", "-o", "max", "-b", "1K", "-e", "4K", "-i", "1K", "-c", "0", "--user-buffers").config();
-        assertEquals(Collective.REDUCESCATTER, c.collective());
+        assertEquals(PerfCollective.REDUCESCATTER, c.collective());
         assertEquals(DataType.BFLOAT16, c.type());
         assertEquals(ReduceOp.MAX, c.op());
         assertEquals(List.of(1024L, 2048L, 3072L, 4096L), c.sizes());

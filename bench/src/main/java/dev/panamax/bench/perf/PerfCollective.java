@@ -1,5 +1,6 @@
 package dev.panamax.bench.perf;
 
+import dev.panamax.collectives.Collective;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
@@ -8,10 +9,11 @@ import java.lang.foreign.MemorySegment;
 import java.util.Locale;
 
 /**
- * The measured collectives with the nccl-tests conventions: which size the {@code size} column
- * shows, the per-rank element count, the buffer sizes, and the bus-bandwidth factor.
+ * The collectives panamax-perf and the JMH suite measure, with the nccl-tests conventions: their
+ * command-line names, which size the {@code size} column shows, the per-rank element count, the
+ * buffer sizes, and the bus-bandwidth factor. {@link #api()} is the library's {@link Collective}.
  */
-public enum Collective {
+public enum PerfCollective {
     ALLREDUCE("allreduce"),
     REDUCESCATTER("reducescatter"),
     ALLGATHER("allgather"),
@@ -20,7 +22,7 @@ public enum Collective {
 
     private final String cliName;
 
-    Collective(String cliName) {
+    PerfCollective(String cliName) {
         this.cliName = cliName;
     }
 
@@ -30,9 +32,9 @@ public enum Collective {
     }
 
     /** Accepts {@code allreduce}, {@code all_reduce}, {@code all-reduce}, {@code allReduce} and so on. */
-    public static Collective parse(String name) {
+    public static PerfCollective parse(String name) {
         String n = name.toLowerCase(Locale.ROOT).replace("_", "").replace("-", "");
-        for (Collective c : values()) {
+        for (PerfCollective c : values()) {
             if (c.cliName.equals(n)) {
                 return c;
             }
@@ -41,13 +43,13 @@ public enum Collective {
     }
 
     /** The library's name for this collective (algorithm selection, schedules, the planner). */
-    public dev.panamax.collectives.Collective api() {
+    public Collective api() {
         return switch (this) {
-            case ALLREDUCE -> dev.panamax.collectives.Collective.ALL_REDUCE;
-            case REDUCESCATTER -> dev.panamax.collectives.Collective.REDUCE_SCATTER;
-            case ALLGATHER -> dev.panamax.collectives.Collective.ALL_GATHER;
-            case BROADCAST -> dev.panamax.collectives.Collective.BROADCAST;
-            case REDUCE -> dev.panamax.collectives.Collective.REDUCE;
+            case ALLREDUCE -> Collective.ALL_REDUCE;
+            case REDUCESCATTER -> Collective.REDUCE_SCATTER;
+            case ALLGATHER -> Collective.ALL_GATHER;
+            case BROADCAST -> Collective.BROADCAST;
+            case REDUCE -> Collective.REDUCE;
         };
     }
 

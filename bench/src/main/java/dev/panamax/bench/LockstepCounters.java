@@ -19,7 +19,7 @@ import java.util.concurrent.locks.LockSupport;
  * caught up. The two counters live in a small memory segment: plain shared memory for helper
  * threads, a memory-mapped file for helper processes.
  */
-public final class ControlBlock implements AutoCloseable {
+public final class LockstepCounters implements AutoCloseable {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final long ISSUED = 0;
     private static final long STOPPED = 8;
@@ -30,52 +30,52 @@ public final class ControlBlock implements AutoCloseable {
     private final Path file;
     private long issued;
 
-    private ControlBlock(Arena arena, MemorySegment segment, Path file) {
+    private LockstepCounters(Arena arena, MemorySegment segment, Path file) {
         this.arena = arena;
         this.segment = segment;
         this.file = file;
     }
 
-    /** A block for helper threads of this JVM. */
-    public static ControlBlock inMemory() {
+    /** Counters for helper threads of this JVM. */
+    public static LockstepCounters inMemory() {
         Arena arena = Arena.ofShared();
         MemorySegment s = arena.allocate(BYTES, 64);
         s.fill((byte) 0);
-        return new ControlBlock(arena, s, null);
+        return new LockstepCounters(arena, s, null);
     }
 
-    /** A new block in a fresh file (under /dev/shm when there is one) for helper processes; {@link #close} deletes it. */
-    public static ControlBlock createFile() {
+    /** New counters in a fresh file (under /dev/shm when there is one) for helper processes; {@link #close} deletes it. */
+    public static LockstepCounters createFile() {
         try {
             Path dir = Path.of("/dev/shm");
             Path f = Files.isDirectory(dir) && Files.isWritable(dir)
-                    ? Files.createTempFile(dir, "panamax-bench-", ".ctl")
-                    : Files.createTempFile("panamax-bench-", ".ctl");
+                    ? Files.createTempFile(dir, "panamax-bench-", ".lockstep")
+                    : Files.createTempFile("panamax-bench-", ".lockstep");
             Files.write(f, new byte[(int) BYTES]);
             return map(f, true);
         } catch (IOException e) {
-            throw new UncheckedIOException("could not create the control file: " + e.getMessage(), e);
+            throw new UncheckedIOException("could not create the lockstep counters file: " + e.getMessage(), e);
         }
     }
 
-    /** Maps the block that another process created at {@code file}. */
-    public static ControlBlock openFile(Path file) {
+    /** Maps the counters that another process created at {@code file}. */
+    public static LockstepCounters openFile(Path file) {
         try {
             return map(file, false);
         } catch (IOException e) {
-            throw new UncheckedIOException("could not open the control file " + file + ": " + e.getMessage(), e);
+            throw new UncheckedIOException("could not open the lockstep counters file " + file + ": " + e.getMessage(), e);
         }
     }
 
-    private static ControlBlock map(Path f, boolean owner) throws IOException {
+    private static LockstepCounters map(Path f, boolean owner) throws IOException {
         Arena arena = Arena.ofShared();
         try (FileChannel ch = FileChannel.open(f, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
             MemorySegment s = ch.map(FileChannel.MapMode.READ_WRITE, 0, BYTES, arena);
-            return new ControlBlock(arena, s, owner ? f : null);
+            return new LockstepCounters(arena, s, owner ? f : null);
         }
     }
 
-    /** The file backing this block, or null for an in-memory block. */
+    /** The file backing these counters, or null for in-memory ones. */
     public Path file() {
         return file;
     }
