@@ -1,9 +1,10 @@
-# Sourced by scripts/train-example and scripts/wfbp-bench: builds the ml module and what it
-# depends on when a source or pom is newer than the last build, and sets PANAMAX_ML_CP to the
-# class path of the build (the modules' target/classes).
+# Sourced by scripts/train-example and scripts/wfbp-bench: builds the bench module (where the
+# training example and the WFBP benchmark live) and the library modules it depends on when a source
+# or pom is newer than the last build, and sets PANAMAX_ML_CP to the class path of the build (the
+# modules' target/classes).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-panamax_ml_stamp="$PANAMAX_ROOT/ml/target/.script-build"
-panamax_ml_modules="bindings memory verbs cuda collectives ml"
+panamax_ml_stamp="$PANAMAX_ROOT/bench/target/.script-build"
+panamax_ml_modules="bindings memory verbs cuda collectives ml bench"
 
 panamax_ml_stale() {
   [ -f "$panamax_ml_stamp" ] || return 0
@@ -17,8 +18,8 @@ panamax_ml_stale() {
 panamax_ml_build() {
   if panamax_ml_stale; then
     panamax_require_mvn
-    echo "$(basename "$0"): building (mvn -q -B -pl ml -am compile)" >&2
-    (cd "$PANAMAX_ROOT" && mvn -q -B -Dstyle.color=never -pl ml -am compile ${PANAMAX_MVN_OPTS:-}) >&2 \
+    echo "$(basename "$0"): building (mvn -q -B -pl bench -am compile)" >&2
+    (cd "$PANAMAX_ROOT" && mvn -q -B -Dstyle.color=never -pl bench -am compile ${PANAMAX_MVN_OPTS:-}) >&2 \
       || { echo "$(basename "$0"): the build failed" >&2; exit 2; }
     touch "$panamax_ml_stamp"
   fi

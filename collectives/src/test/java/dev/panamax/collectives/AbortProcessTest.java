@@ -31,7 +31,7 @@ class AbortProcessTest {
 
     private static Set<String> shmEntries() throws IOException {
         try (Stream<Path> s = Files.list(Path.of("/dev/shm"))) {
-            return s.map(p -> p.getFileName().toString()).filter(f -> f.contains("panamax") && !f.startsWith("panamax-jmh"))
+            return s.map(p -> p.getFileName().toString()).filter(f -> f.contains("panamax") && !f.startsWith("panamax-bench"))
                     .collect(Collectors.toSet());
         }
     }

@@ -68,8 +68,8 @@ class MultiProcessTest {
 
     private static Set<String> shmEntries() throws IOException {
         try (Stream<Path> s = Files.list(Path.of("/dev/shm"))) {
-            // Benchmarks running beside the tests keep their own control files there: only transport state counts.
-            return s.map(p -> p.getFileName().toString()).filter(f -> f.contains("panamax") && !f.startsWith("panamax-jmh"))
+            // Benchmarks running beside the tests keep their own lockstep counters files there: only transport state counts.
+            return s.map(p -> p.getFileName().toString()).filter(f -> f.contains("panamax") && !f.startsWith("panamax-bench"))
                     .collect(Collectors.toSet());
         }
     }

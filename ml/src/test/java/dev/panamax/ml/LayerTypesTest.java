@@ -1,10 +1,11 @@
 package dev.panamax.ml;
 
-import dev.panamax.ml.bench.SyntheticModels;
 import org.junit.jupiter.api.Test;
 
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.SplittableRandom;
 import java.util.function.Supplier;
 
 import static dev.panamax.ml.LayerType.MERGED;
@@ -117,14 +118,55 @@ class LayerTypesTest {
             new AllReduceModel(5e-3, 4e-9, 1.2));
 
     /**
-     * On the four synthetic models and three cost models: WFBP >= MG-WFBP >= ASC-WFBP in the
-     * simulator (the second is not guaranteed by construction), the typing rules hold (last tensor
-     * not merged, first not simultaneous, at most two all-reduces at once), and with the paper's
-     * figures the fusion and the simultaneous all-reduces are actually used.
+     * Profiles shaped like networks, built here: {@code layers} layers in backward order, each a weight
+     * tensor of 4 KiB to 16 MiB (log-uniform) ready after a random share of {@code backwardSeconds}, and
+     * its bias of 4 bytes per output ready at the same moment; seeded, so the same every run.
+     */
+    static BackwardProfile layered(long seed, int layers, double backwardSeconds) {
+        SplittableRandom random = new SplittableRandom(seed);
+        double[] work = new double[layers];
+        double total = 0;
+        for (int l = 0; l < layers; l++) {
+            work[l] = 0.1 + random.nextDouble();
+            total += work[l];
+        }
+        double[] times = new double[2 * layers];
+        long[] bytes = new long[2 * layers];
+        for (int l = 0; l < layers; l++) {
+            long weight = 4L << random.nextInt(10, 23);
+            times[2 * l] = backwardSeconds * work[l] / total;
+            bytes[2 * l] = weight;
+            times[2 * l + 1] = 0;
+            bytes[2 * l + 1] = Math.max(4, (long) Math.sqrt(weight / 4.0) * 4);
+        }
+        return new BackwardProfile(backwardSeconds / 2, times, bytes);
+    }
+
+    /** Network-like profiles of 2 to 150 layers, and uniform ones that are communication or start-up bound. */
+    static final Map<String, Supplier<BackwardProfile>> PROFILES = Map.of(
+            "layered-2", () -> layered(1, 2, 0.01),
+            "layered-20", () -> layered(2, 20, 0.05),
+            "layered-150", () -> layered(3, 150, 0.2),
+            "comm-bound", () -> uniform(32, 16L << 20, 0.02),
+            "many-small", () -> uniform(512, 16L << 10, 0.02));
+
+    static BackwardProfile uniform(int tensors, long bytes, double backwardSeconds) {
+        double[] t = new double[tensors];
+        long[] b = new long[tensors];
+        Arrays.fill(t, backwardSeconds / tensors);
+        Arrays.fill(b, bytes);
+        return new BackwardProfile(backwardSeconds / 2, t, b);
+    }
+
+    /**
+     * On network-like profiles and three cost models: MG-WFBP never slower than WFBP in the simulator,
+     * and the typing rules hold (last tensor not merged, first not simultaneous, MG-WFBP never
+     * simultaneous, at most two all-reduces at once). The benchmark module's SyntheticModelsTest checks
+     * the order of all three policies on the synthetic profiles of the paper's models.
      */
     @Test
-    void syntheticModelsOrderAndShape() {
-        for (Map.Entry<String, Supplier<BackwardProfile>> e : SyntheticModels.all().entrySet()) {
+    void typingRulesHoldOnNetworkLikeProfiles() {
+        for (Map.Entry<String, Supplier<BackwardProfile>> e : PROFILES.entrySet()) {
             BackwardProfile p = e.getValue().get();
             for (AllReduceModel m : MODELS) {
                 String what = e.getKey() + " " + m;
@@ -132,9 +174,7 @@ class LayerTypesTest {
                 LayerType[] mg = LayerTypes.decide(p, m, SyncPolicy.MG_WFBP);
                 LayerType[] asc = LayerTypes.decide(p, m, SyncPolicy.ASC_WFBP);
                 double tMg = WfbpSimulator.simulate(p, m, mg).iterationSeconds();
-                double tAsc = WfbpSimulator.simulate(p, m, asc).iterationSeconds();
                 assertTrue(tMg <= wfbp * (1 + 1e-12), what + ": MG-WFBP " + tMg + " > WFBP " + wfbp);
-                assertTrue(tAsc <= tMg * (1 + 1e-12), what + ": ASC-WFBP " + tAsc + " > MG-WFBP " + tMg);
                 for (LayerType[] types : List.of(mg, asc)) {
                     assertNotEquals(MERGED, types[types.length - 1], what);
                     assertNotEquals(SIMULTANEOUS, types[0], what);
@@ -144,10 +184,6 @@ class LayerTypesTest {
                 }
                 for (LayerType t : mg) {
                     assertNotEquals(SIMULTANEOUS, t, what);
-                }
-                if (m == AllReduceModel.PAPER_10GBE) {
-                    assertTrue(tMg < wfbp * 0.9, what + ": fusion should pay with a 1.4 ms startup");
-                    assertTrue(List.of(asc).contains(SIMULTANEOUS), what + ": no simultaneous all-reduce chosen");
                 }
             }
         }

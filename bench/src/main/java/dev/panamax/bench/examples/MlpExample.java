@@ -1,0 +1,307 @@
+package dev.panamax.bench.examples;
+
+import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.Panamax;
+import dev.panamax.memory.DataType;
+import dev.panamax.ml.AllReduceModel;
+import dev.panamax.ml.GradientSynchronizer;
+import dev.panamax.ml.SyncPolicy;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.function.IntConsumer;
+
+/**
+ * Data-parallel training in plain Java with a {@link GradientSynchronizer}: a one-hidden-layer
+ * perceptron (tanh, sigmoid output, cross-entropy) learns a synthetic binary classification
+ * task, in float64. Each rank computes the mean gradient of its equal share of every global
+ * batch; the synchronizer averages them, which is the global batch's mean gradient, so the run
+ * follows the single-process run on the same global batches up to rounding.
+ *
+ * <p>{@code scripts/train-example -np 4} runs it on 4 processes; rank 0 then trains the same
+ * model in one process and prints {@code loss distributed=<a> single=<b>}.
+ */
+public final class MlpExample {
+    private MlpExample() {
+    }
+
+    /**
+     * @param features    input dimension
+     * @param hidden      hidden units
+     * @param samples     training set size
+     * @param globalBatch samples per step over all ranks (a multiple of the rank count)
+     * @param steps       optimizer steps
+     * @param learningRate SGD step size
+     * @param seed        seeds the data and the initial weights
+     */
+    public record Config(int features, int hidden, int samples, int globalBatch, int steps, double learningRate, long seed) {
+        public static final Config DEFAULT = new Config(16, 32, 4096, 64, 300, 0.5, 42);
+    }
+
+    /** The training set: {@code x[i]} in R^features, {@code y[i]} in {0, 1} from a random teacher network, 5% of labels flipped. */
+    record Dataset(double[][] x, double[] y) {
+        static Dataset synthetic(Config c) {
+            SplittableRandom r = new SplittableRandom(c.seed());
+            double[][] teacher = new double[4][c.features()];
+            for (double[] row : teacher) {
+                for (int j = 0; j < row.length; j++) {
+                    row[j] = r.nextGaussian();
+                }
+            }
+            double[][] x = new double[c.samples()][c.features()];
+            double[] y = new double[c.samples()];
+            for (int i = 0; i < c.samples(); i++) {
+                for (int j = 0; j < c.features(); j++) {
+                    x[i][j] = r.nextGaussian();
+                }
+                double score = 0;
+                for (int k = 0; k < teacher.length; k++) {
+                    double d = 0;
+                    for (int j = 0; j < c.features(); j++) {
+                        d += teacher[k][j] * x[i][j];
+                    }
+                    score += (k % 2 == 0 ? 1 : -1) * Math.tanh(d);
+                }
+                boolean label = score > 0;
+                y[i] = (r.nextDouble() < 0.05) != label ? 1 : 0;
+            }
+            return new Dataset(x, y);
+        }
+    }
+
+    /**
+     * The network's parameters and their gradients, the gradients in native memory as a framework
+     * would keep them. Gradient tensors in backward order: b2, w2, b1, w1.
+     */
+    static final class Mlp implements AutoCloseable {
+        final int features;
+        final int hidden;
+        final double[] w1;
+        final double[] b1;
+        final double[] w2;
+        final double[] b2 = new double[1];
+        final Arena arena = Arena.ofShared();
+        /** Gradients, in backward order. */
+        final MemorySegment[] grads;
+        final int[] sizes;
+
+        Mlp(Config c) {
+            features = c.features();
+            hidden = c.hidden();
+            w1 = new double[hidden * features];
+            b1 = new double[hidden];
+            w2 = new double[hidden];
+            SplittableRandom r = new SplittableRandom(c.seed() * 31 + 7);
+            double s1 = 1 / Math.sqrt(features);
+            for (int i = 0; i < w1.length; i++) {
+                w1[i] = r.nextGaussian() * s1;
+            }
+            double s2 = 1 / Math.sqrt(hidden);
+            for (int i = 0; i < w2.length; i++) {
+                w2[i] = r.nextGaussian() * s2;
+            }
+            sizes = new int[]{1, hidden, hidden, hidden * features};
+            grads = new MemorySegment[sizes.length];
+            for (int t = 0; t < sizes.length; t++) {
+                grads[t] = arena.allocate(8L * sizes[t], 64);
+            }
+        }
+
+        /** Mean cross-entropy over {@code data}. */
+        double loss(Dataset data) {
+            double sum = 0;
+            double[] h = new double[hidden];
+            for (int i = 0; i < data.y().length; i++) {
+                double p = forward(data.x()[i], h);
+                double y = data.y()[i];
+                sum -= y * Math.log(Math.max(p, 1e-300)) + (1 - y) * Math.log(Math.max(1 - p, 1e-300));
+            }
+            return sum / data.y().length;
+        }
+
+        private double forward(double[] x, double[] h) {
+            double z = b2[0];
+            for (int k = 0; k < hidden; k++) {
+                double a = b1[k];
+                for (int j = 0; j < features; j++) {
+                    a += w1[k * features + j] * x[j];
+                }
+                h[k] = Math.tanh(a);
+                z += w2[k] * h[k];
+            }
+            return 1 / (1 + Math.exp(-z));
+        }
+
+        /**
+         * Back-propagation of the mean loss over samples {@code [from, to)} of {@code order} into
+         * {@link #grads}; {@code ready.accept(t)} as gradient t (backward order) is final.
+         */
+        void backward(Dataset data, int[] order, int from, int to, IntConsumer ready) {
+            int n = to - from;
+            double[] gw1 = new double[w1.length];
+            double[] gb1 = new double[hidden];
+            double[] gw2 = new double[hidden];
+            double gb2 = 0;
+            double[][] hs = new double[n][hidden];
+            double[] dz = new double[n];
+            for (int s = 0; s < n; s++) {
+                int i = order[from + s];
+                double p = forward(data.x()[i], hs[s]);
+                dz[s] = (p - data.y()[i]) / n;
+            }
+            // Output layer first, as back-propagation goes: its gradients are ready before the hidden layer's.
+            for (int s = 0; s < n; s++) {
+                gb2 += dz[s];
+                for (int k = 0; k < hidden; k++) {
+                    gw2[k] += dz[s] * hs[s][k];
+                }
+            }
+            grads[0].setAtIndex(ValueLayout.JAVA_DOUBLE, 0, gb2);
+            ready.accept(0);
+            MemorySegment.copy(gw2, 0, grads[1], ValueLayout.JAVA_DOUBLE, 0, hidden);
+            ready.accept(1);
+            for (int s = 0; s < n; s++) {
+                double[] x = data.x()[order[from + s]];
+                for (int k = 0; k < hidden; k++) {
+                    double da = dz[s] * w2[k] * (1 - hs[s][k] * hs[s][k]);
+                    gb1[k] += da;
+                    for (int j = 0; j < features; j++) {
+                        gw1[k * features + j] += da * x[j];
+                    }
+                }
+            }
+            MemorySegment.copy(gb1, 0, grads[2], ValueLayout.JAVA_DOUBLE, 0, hidden);
+            ready.accept(2);
+            MemorySegment.copy(gw1, 0, grads[3], ValueLayout.JAVA_DOUBLE, 0, gw1.length);
+            ready.accept(3);
+        }
+
+        /** SGD step with the gradients in {@link #grads}. */
+        void step(double lr) {
+            b2[0] -= lr * grads[0].getAtIndex(ValueLayout.JAVA_DOUBLE, 0);
+            update(w2, grads[1], lr);
+            update(b1, grads[2], lr);
+            update(w1, grads[3], lr);
+        }
+
+        private static void update(double[] w, MemorySegment g, double lr) {
+            for (int i = 0; i < w.length; i++) {
+                w[i] -= lr * g.getAtIndex(ValueLayout.JAVA_DOUBLE, i);
+            }
+        }
+
+        @Override
+        public void close() {
+            arena.close();
+        }
+    }
+
+    /** The sample order of each epoch: a permutation drawn from the seed, the same in every process. */
+    private static int[] shuffled(int samples, SplittableRandom r) {
+        int[] order = new int[samples];
+        for (int i = 0; i < samples; i++) {
+            order[i] = i;
+        }
+        for (int i = samples - 1; i > 0; i--) {
+            int j = r.nextInt(i + 1);
+            int t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        return order;
+    }
+
+    /** Trains in this process on the full global batches; returns the final training loss. */
+    public static double trainSingle(Config c) {
+        Dataset data = Dataset.synthetic(c);
+        try (Mlp net = new Mlp(c)) {
+            loop(c, data, (order, start) -> {
+                net.backward(data, order, start, start + c.globalBatch(), t -> {
+                });
+                net.step(c.learningRate());
+            });
+            return net.loss(data);
+        }
+    }
+
+    /**
+     * Trains on {@code comm}'s ranks, each on its share of every global batch, the gradients
+     * averaged by a synchronizer with {@code policy} and {@code model} (calibrated when null);
+     * returns the final training loss (the same on every rank).
+     */
+    public static double trainDistributed(Communicator comm, Config c, SyncPolicy policy, AllReduceModel model) {
+        int n = comm.size();
+        if (c.globalBatch() % n != 0) {
+            throw new IllegalArgumentException("global batch " + c.globalBatch() + " is not a multiple of the " + n + " ranks");
+        }
+        int share = c.globalBatch() / n;
+        Dataset data = Dataset.synthetic(c);
+        try (Mlp net = new Mlp(c)) {
+            GradientSynchronizer.Builder b = GradientSynchronizer.builder(comm).policy(policy).profileIterations(3);
+            if (model != null) {
+                b.model(model);
+            }
+            try (GradientSynchronizer sync = b.build()) {
+                for (int t = 0; t < net.grads.length; t++) {
+                    sync.register(net.grads[t], net.sizes[t], DataType.FLOAT64);
+                }
+                loop(c, data, (order, start) -> {
+                    int from = start + comm.rank() * share;
+                    net.backward(data, order, from, from + share, sync::markReady);
+                    sync.awaitAll();
+                    net.step(c.learningRate());
+                });
+            }
+            return net.loss(data);
+        }
+    }
+
+    private interface Step {
+        void run(int[] order, int start);
+    }
+
+    /** {@code c.steps()} steps over global batches of a fresh permutation per epoch. */
+    private static void loop(Config c, Dataset data, Step step) {
+        SplittableRandom r = new SplittableRandom(c.seed() ^ 0x5DEECE66DL);
+        int perEpoch = c.samples() / c.globalBatch();
+        int[] order = null;
+        for (int s = 0; s < c.steps(); s++) {
+            if (s % perEpoch == 0) {
+                order = shuffled(c.samples(), r);
+            }
+            step.run(order, (s % perEpoch) * c.globalBatch());
+        }
+    }
+
+    /**
+     * Joins the job described by the environment ({@code scripts/panamax-run}), trains, and on rank
+     * 0 also trains in one process and prints {@code loss distributed=<a> single=<b>}. Options:
+     * {@code --policy wfbp|mg_wfbp|asc_wfbp} (default asc_wfbp), {@code --steps N}.
+     */
+    public static void main(String[] args) {
+        SyncPolicy policy = SyncPolicy.ASC_WFBP;
+        Config c = Config.DEFAULT;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--policy" -> policy = SyncPolicy.valueOf(args[++i].toUpperCase(Locale.ROOT).replace('-', '_'));
+                case "--steps" -> c = new Config(c.features(), c.hidden(), c.samples(), c.globalBatch(), Integer.parseInt(args[++i]),
+                        c.learningRate(), c.seed());
+                default -> throw new IllegalArgumentException("unknown option " + args[i] + " (known: --policy, --steps)");
+            }
+        }
+        try (Communicator comm = Panamax.fromEnvironment()) {
+            long t0 = System.nanoTime();
+            double distributed = trainDistributed(comm, c, policy, null);
+            double seconds = (System.nanoTime() - t0) / 1e9;
+            if (comm.rank() == 0) {
+                double single = trainSingle(c);
+                System.out.printf(Locale.ROOT, "ranks %d, policy %s, %d steps of global batch %d, %.2f s distributed%n", comm.size(), policy,
+                        c.steps(), c.globalBatch(), seconds);
+                System.out.printf(Locale.ROOT, "loss distributed=%.10f single=%.10f%n", distributed, single);
+            }
+        }
+    }
+}

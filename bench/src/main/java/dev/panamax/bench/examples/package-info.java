@@ -1,0 +1,6 @@
+/**
+ * Example programs built on the library: {@link dev.panamax.bench.examples.MlpExample}, data-parallel training
+ * of a small perceptron with a gradient synchronizer ({@code scripts/train-example}), checked against the same
+ * training in one process.
+ */
+package dev.panamax.bench.examples;

@@ -1,0 +1,180 @@
+package dev.panamax.bench.gpu;
+
+import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.GpuBackend;
+import dev.panamax.collectives.LaunchConfig;
+import dev.panamax.collectives.Panamax;
+import dev.panamax.collectives.TransportKind;
+import dev.panamax.collectives.gpu.GpuCommunicator;
+import dev.panamax.cuda.Cuda;
+import dev.panamax.cuda.CudaContext;
+import dev.panamax.cuda.DeviceMemory;
+import dev.panamax.cuda.Nccl;
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * All-reduce of float32 SUM on device memory through {@link GpuCommunicator} (own stages: CUDA IPC
+ * between rank processes on one host; or NCCL, one device per rank), printed like nccl-tests: size,
+ * count, time per call, algbw = size / time and busbw = algbw * 2(n-1)/n (GB/s = 1e9 bytes/s), for
+ * ring and rhd (own stages) or NCCL's choice.
+ *
+ * <pre>
+ * GpuAllReduceBench [--ranks 2] [--backend stages|nccl] [--max-mib 256] [--iters 20] [--warmup 5] [--algorithms ring,rhd]
+ * </pre>
+ *
+ * With {@code --backend nccl} rank r uses device {@code r}, so {@code --ranks} must not exceed the
+ * devices; the own stages put every rank on {@code PANAMAX_CUDA_DEVICE} (default 0).
+ *
+ * Without {@code PANAMAX_RANK} in the environment it is the launcher: it starts the rank processes
+ * (this class, same JVM options and class path) and relays rank 0's output. Times are the
+ * slowest rank's mean over the iterations (a max-all-reduce over the host communicator).
+ */
+public final class GpuAllReduceBench {
+    private GpuAllReduceBench() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        int ranks = 2;
+        long maxMib = 256;
+        int iters = 20;
+        int warmup = 5;
+        String algorithms = null;
+        GpuBackend backend = GpuBackend.STAGES;
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--ranks" -> ranks = Integer.parseInt(args[++i]);
+                case "--max-mib" -> maxMib = Long.parseLong(args[++i]);
+                case "--iters" -> iters = Integer.parseInt(args[++i]);
+                case "--warmup" -> warmup = Integer.parseInt(args[++i]);
+                case "--algorithms" -> algorithms = args[++i];
+                case "--backend" -> backend = GpuBackend.valueOf(args[++i].toUpperCase(Locale.ROOT));
+                default -> {
+                    System.err.println("usage: GpuAllReduceBench [--ranks N] [--backend stages|nccl] [--max-mib M] [--iters I] [--warmup W] "
+                            + "[--algorithms ring,rhd]");
+                    System.exit(2);
+                }
+            }
+        }
+        if (System.getenv("PANAMAX_RANK") == null) {
+            System.exit(launch(ranks, backend, args));
+        }
+        if (algorithms == null) {
+            algorithms = backend == GpuBackend.NCCL ? "nccl" : "ring,rhd";
+        }
+        rank(backend, maxMib << 20, iters, warmup, algorithms.split(","));
+    }
+
+    /** Starts the ranks; returns 0 when all exit with 0. */
+    private static int launch(int ranks, GpuBackend backend, String[] args) throws IOException, InterruptedException {
+        if (!Cuda.isAvailable()) {
+            System.out.println("GpuAllReduceBench: no CUDA: " + Cuda.unavailabilityCause().getMessage());
+            return 1;
+        }
+        if (backend == GpuBackend.NCCL && !Nccl.isAvailable()) {
+            System.out.println("GpuAllReduceBench: no NCCL: " + Nccl.unavailabilityCause().getMessage());
+            return 1;
+        }
+        if (backend == GpuBackend.NCCL && ranks > Cuda.deviceCount()) {
+            System.out.println("GpuAllReduceBench: --backend nccl needs a device per rank: " + ranks + " ranks, "
+                    + Cuda.deviceCount() + " device(s)");
+            return 1;
+        }
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), GpuAllReduceBench.class.getName()));
+        cmd.addAll(List.of(args));
+        List<Process> ps = new ArrayList<>();
+        for (int r = 0; r < ranks; r++) {
+            ProcessBuilder pb = new ProcessBuilder(cmd);
+            pb.environment().put("PANAMAX_RANK", Integer.toString(r));
+            pb.environment().put("PANAMAX_WORLD_SIZE", Integer.toString(ranks));
+            pb.environment().put("PANAMAX_MASTER_ADDR", "127.0.0.1");
+            pb.environment().put("PANAMAX_MASTER_PORT", Integer.toString(port));
+            pb.environment().remove("PANAMAX_NODE");
+            if (backend == GpuBackend.NCCL) {
+                pb.environment().put("PANAMAX_CUDA_DEVICE", Integer.toString(r));
+            }
+            // rank 0 prints the table; the others only their errors
+            pb.redirectOutput(r == 0 ? ProcessBuilder.Redirect.INHERIT : ProcessBuilder.Redirect.DISCARD);
+            pb.redirectError(ProcessBuilder.Redirect.INHERIT);
+            ps.add(pb.start());
+        }
+        int status = 0;
+        for (int r = 0; r < ranks; r++) {
+            Process p = ps.get(r);
+            if (!p.waitFor(30, TimeUnit.MINUTES)) {
+                System.err.println("rank " + r + " did not finish");
+                status = 1;
+            } else if (p.exitValue() != 0) {
+                System.err.println("rank " + r + " exited with " + p.exitValue());
+                status = 1;
+            }
+        }
+        for (Process p : ps) {
+            p.destroyForcibly();
+        }
+        return status;
+    }
+
+    private static void rank(GpuBackend backend, long maxBytes, int iters, int warmup, String[] algorithms) {
+        int device = Integer.parseInt(System.getenv().getOrDefault("PANAMAX_CUDA_DEVICE", "0"));
+        try (Communicator host = Panamax.builder().config(LaunchConfig.fromEnvironment())
+                .transport(TransportKind.SHM).timeout(Duration.ofSeconds(120)).connect();
+             CudaContext ctx = Cuda.device(device).retainPrimaryContext();
+             GpuCommunicator gpu = GpuCommunicator.create(host, ctx, backend);
+             DeviceMemory buf = ctx.allocate(maxBytes)) {
+            int n = gpu.size();
+            buf.fill((byte) 0);
+            MemorySegment t = Arena.ofAuto().allocate(8, 8);
+            if (gpu.rank() == 0) {
+                System.out.println("# GpuAllReduceBench: " + n + " rank processes on " + ctx.device().name() + ", backend " + backend
+                        + ", float32 sum, in place, "
+                        + iters + " iterations after " + warmup + " warm-up");
+                System.out.printf("# %-5s %12s %12s %10s %8s %8s%n", "algo", "size(B)", "count", "time(us)", "algbw", "busbw");
+            }
+            for (String algorithm : algorithms) {
+                gpu.setAlgorithm(algorithm);
+                for (long bytes = 8; bytes <= maxBytes; bytes *= 2) {
+                    long count = bytes / 4;
+                    DeviceMemory b = buf.slice(0, bytes);
+                    for (int i = 0; i < warmup; i++) {
+                        gpu.allReduce(b, count, DataType.FLOAT32, ReduceOp.SUM);
+                    }
+                    host.barrier();
+                    long start = System.nanoTime();
+                    for (int i = 0; i < iters; i++) {
+                        gpu.allReduce(b, count, DataType.FLOAT32, ReduceOp.SUM);
+                    }
+                    double seconds = (System.nanoTime() - start) / 1e9 / iters;
+                    t.set(ValueLayout.JAVA_DOUBLE, 0, seconds);
+                    host.allReduce(t, 1, DataType.FLOAT64, ReduceOp.MAX);
+                    seconds = t.get(ValueLayout.JAVA_DOUBLE, 0);
+                    double algbw = bytes / seconds / 1e9;
+                    if (gpu.rank() == 0) {
+                        System.out.printf("  %-5s %12d %12d %10.1f %8.2f %8.2f%n", algorithm, bytes, count, seconds * 1e6, algbw,
+                                algbw * 2 * (n - 1) / n);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,52 @@
+package dev.panamax.bench.perf;
+
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+
+import java.util.List;
+
+/**
+ * What one measurement runs, after the command line has been checked.
+ *
+ * @param collective  the collective
+ * @param type        element type
+ * @param op          reduction operator (ignored by the data-moving collectives)
+ * @param root        root rank of broadcast and reduce
+ * @param sizes       requested sizes in bytes, in order
+ * @param iters       timed iterations per size
+ * @param warmup      warm-up iterations per size
+ * @param check       whether to run and verify a check iteration per size
+ * @param userBuffers plain {@code Arena} buffers instead of {@code Communicator.allocate}
+ * @param jitWarmup   iterations cycling over the small sizes before the sweep, so that the JIT has compiled the collective's code
+ * @param algorithms  the algorithms to sweep, one after the other ({@code auto}: the planner's choice per size)
+ * @param topology    the {@code --topology} spec every rank sets, or null for the communicator's own
+ */
+public record PerfConfig(PerfCollective collective, DataType type, ReduceOp op, int root, List<Long> sizes, int iters, int warmup,
+                         boolean check, boolean userBuffers, int jitWarmup, List<String> algorithms, String topology) {
+
+    public PerfConfig {
+        sizes = List.copyOf(sizes);
+        algorithms = List.copyOf(algorithms);
+        if (algorithms.isEmpty()) {
+            throw new IllegalArgumentException("no algorithm to run");
+        }
+    }
+
+    /** The operator column: the operator's name, or {@code none} for broadcast and all-gather. */
+    public String redopName() {
+        return collective.reduces() ? op.name().toLowerCase(java.util.Locale.ROOT) : "none";
+    }
+
+    /** The largest send and receive buffers the sweep needs, in bytes, for {@code ranks} ranks. */
+    public long[] maxBufferBytes(int ranks) {
+        long send = 0;
+        long recv = 0;
+        int ts = type.byteSize();
+        for (long s : sizes) {
+            long count = collective.count(s, ts, ranks);
+            send = Math.max(send, collective.sendBytes(count, ts, ranks));
+            recv = Math.max(recv, collective.recvBytes(count, ts, ranks));
+        }
+        return new long[] {send, recv};
+    }
+}

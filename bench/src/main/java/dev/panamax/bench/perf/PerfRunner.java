@@ -1,0 +1,283 @@
+package dev.panamax.bench.perf;
+
+import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.Topology;
+import dev.panamax.collectives.plan.CostModel;
+import dev.panamax.collectives.plan.Planner;
+import dev.panamax.collectives.schedule.Problem;
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+import org.HdrHistogram.Histogram;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Consumer;
+
+/**
+ * The measurement loop of one rank, the same on every rank. Buffers are allocated once at the
+ * largest size and touched before any timing; the sweep runs once per algorithm (each with its
+ * own JIT warm-up); per size: warm-up iterations, a barrier, the timed
+ * iterations (each also recorded in a latency histogram), then, with checking on, one separate
+ * check iteration on known inputs. The per-rank times are combined with a MAX all-reduce and the
+ * wrong-element counts with a SUM all-reduce through a communicator split from the measured one
+ * (ring all-reduce, whatever algorithm is measured), so every rank ends
+ * with the same rows; {@code sink} (rank 0's printer) gets each row as soon as its size is done.
+ */
+public final class PerfRunner {
+    private static final long PAGE = 4096;
+    /** The JIT warm-up cycles over the sweep's sizes up to this many bytes. */
+    private static final long JIT_WARMUP_MAX_BYTES = 64 * 1024;
+
+    private final Communicator comm;
+    private final PerfConfig config;
+    private final Target target;
+    private final Histogram histogram = new Histogram(3);
+
+    /** Measures the collective on host buffers of {@code comm}. */
+    public PerfRunner(Communicator comm, PerfConfig config) {
+        this(comm, config, null);
+    }
+
+    /**
+     * Measures the collective on {@code target} (null: host buffers of {@code comm}), with {@code comm}
+     * for the barriers and the statistics.
+     */
+    PerfRunner(Communicator comm, PerfConfig config, Target target) {
+        this.comm = comm;
+        this.config = config;
+        this.target = target;
+    }
+
+    /**
+     * What the measured collective runs on: host buffers of the communicator, or device memory
+     * ({@link DeviceTarget}). The same calls on every rank.
+     */
+    interface Target extends AutoCloseable {
+        /** Selects {@code algorithm} (one of the configuration's) for the calls that follow. */
+        void select(String algorithm);
+
+        /** The algorithm column for {@code count} under the selected algorithm. */
+        String schedule(long count);
+
+        /** The cost model's prediction in microseconds, or null. */
+        Double predictUs(String algorithm, long count);
+
+        /** Fills the whole send buffer with this rank's known inputs and zeroes the receive buffer. */
+        void fill(CheckData check, int rank);
+
+        /** Runs the collective once on {@code count} elements. */
+        void run(long count);
+
+        /** Zeroes the receive buffer's part, runs the collective once, and counts the wrong elements of this rank. */
+        long check(CheckData check, int rank, long count);
+
+        @Override
+        void close();
+    }
+
+    /**
+     * Runs the sweep once per algorithm of the configuration; returns the rows (identical on
+     * every rank), each labelled with its algorithm and the schedule's description of it.
+     */
+    public List<Row> run(Consumer<Row> sink) {
+        int ranks = comm.size();
+        PerfCollective c = config.collective();
+        int ts = config.type().byteSize();
+        if (config.topology() != null) {
+            comm.setTopology(Topology.parse(config.topology()));
+        }
+        // The statistics and wrong-element counts travel over a communicator of their own with a fixed
+        // algorithm, so they do not depend on (or disturb the schedule cache of) the algorithm measured.
+        Communicator stats = comm.split(0, comm.rank());
+        try (Arena arena = Arena.ofShared(); Target t = target != null ? target : new HostTarget(comm, config, arena)) {
+            // Every schedule of the run is built before any message moves: an algorithm that cannot run
+            // some size fails here, on every rank alike, instead of in the middle of the sweep.
+            Map<String, List<String>> described = new LinkedHashMap<>();
+            Map<String, List<Double>> predicted = new LinkedHashMap<>();
+            for (String alg : config.algorithms()) {
+                t.select(alg);
+                List<String> d = new ArrayList<>();
+                List<Double> pr = new ArrayList<>();
+                for (long requested : config.sizes()) {
+                    long count = c.count(requested, ts, ranks);
+                    d.add(t.schedule(count));
+                    pr.add(t.predictUs(alg, count));
+                }
+                described.put(alg, d);
+                predicted.put(alg, pr);
+            }
+            stats.setAlgorithm(dev.panamax.collectives.Collective.ALL_REDUCE, "ring");
+            Buffers b = new Buffers(t, statsBuffer(arena, stats, 8 * Double.BYTES), statsBuffer(arena, stats, Long.BYTES), stats);
+            CheckData check = new CheckData(c, config.type(), config.op(), ranks, config.root());
+            List<Row> rows = new ArrayList<>();
+            for (String alg : config.algorithms()) {
+                t.select(alg);
+                // Known inputs everywhere (their pattern does not depend on the size), and every page touched;
+                // again for each algorithm, so that one that wrote into its send buffer cannot spoil the next one's check.
+                t.fill(check, comm.rank());
+                warmUp(b, check);
+                List<String> d = described.get(alg);
+                for (int i = 0; i < config.sizes().size(); i++) {
+                    Row row = measure(b, check, c.count(config.sizes().get(i), ts, ranks), config.warmup(), config.iters())
+                            .withAlgorithm(alg, d.get(i)).withPrediction(predicted.get(alg).get(i));
+                    rows.add(row);
+                    if (sink != null) {
+                        sink.accept(row);
+                    }
+                }
+            }
+            comm.barrier();
+            return rows;
+        } finally {
+            stats.close();
+        }
+    }
+
+    /** Host buffers: from {@code Communicator.allocate}, or plain {@code Arena} ones with {@code --user-buffers}. */
+    private static final class HostTarget implements Target {
+        private final Communicator comm;
+        private final PerfConfig config;
+        private final MemorySegment send;
+        private final MemorySegment recv;
+
+        HostTarget(Communicator comm, PerfConfig config, Arena arena) {
+            this.comm = comm;
+            this.config = config;
+            long[] max = config.maxBufferBytes(comm.size());
+            int ts = config.type().byteSize();
+            this.send = buffer(arena, Math.max(max[0], ts));
+            this.recv = buffer(arena, Math.max(max[1], ts));
+        }
+
+        private MemorySegment buffer(Arena arena, long bytes) {
+            return config.userBuffers() ? arena.allocate(bytes, PAGE) : comm.allocate(bytes);
+        }
+
+        @Override
+        public void select(String algorithm) {
+            comm.setAlgorithm(config.collective().api(), algorithm);
+        }
+
+        @Override
+        public String schedule(long count) {
+            return Planner.scheduleFor(comm, config.collective().api(), count, config.type(), config.root()).algorithm();
+        }
+
+        @Override
+        public Double predictUs(String algorithm, long count) {
+            PerfCollective c = config.collective();
+            return PerfRunner.predictUs(algorithm, new Problem(c.api(), 0, comm.size(), count, config.type().byteSize(),
+                    c.rooted() ? config.root() : 0, comm.topology()));
+        }
+
+        @Override
+        public void fill(CheckData check, int rank) {
+            check.fill(send, rank, send.byteSize() / config.type().byteSize());
+            recv.fill((byte) 0);
+        }
+
+        @Override
+        public void run(long count) {
+            config.collective().run(comm, send, recv, count, config.type(), config.op(), config.root());
+        }
+
+        @Override
+        public long check(CheckData check, int rank, long count) {
+            long recvBytes = config.collective().recvBytes(count, config.type().byteSize(), comm.size());
+            recv.asSlice(0, recvBytes).fill((byte) 0);
+            run(count);
+            return check.countWrong(recv, rank, count);
+        }
+
+        @Override
+        public void close() {
+            // the buffers belong to the arena or the communicator
+        }
+    }
+
+    /** The cost model's time for {@code alg} (the planner's for auto) in microseconds; null without a model. */
+    static Double predictUs(String alg, Problem p) {
+        try {
+            double s = alg.equals("auto") ? Planner.choose(p).predictedSeconds() : CostModel.predict(alg, p).seconds();
+            return Double.isFinite(s) ? s * 1e6 : null;
+        } catch (IllegalArgumentException e) {
+            return null;
+        }
+    }
+
+    private record Buffers(Target target, MemorySegment stats, MemorySegment wrongs, Communicator statsComm) {
+    }
+
+    /**
+     * Before the sweep, the JVM must have compiled the code the sweep runs, with every path it
+     * takes already profiled: a path first taken mid-sweep (another size regime, the check, the
+     * statistics all-reduce in another type, the barrier, printing) deoptimizes the compiled code,
+     * and the next ~10^4 calls run interpreted, far longer than nccl-tests' 20 iterations. So: one
+     * quiet pass over the whole sweep (every size, check and statistics included), then
+     * {@code --jit-warmup} iterations cycling over the small sizes with the same per-size work
+     * every 64 iterations. Counts, not time: every rank does the same calls.
+     */
+    private void warmUp(Buffers b, CheckData check) {
+        PerfCollective c = config.collective();
+        int ts = config.type().byteSize();
+        int ranks = comm.size();
+        for (long requested : config.sizes()) {
+            measure(b, check, c.count(requested, ts, ranks), 1, 2).format(true);
+        }
+        List<Long> small = config.sizes().stream().filter(bytes -> bytes <= JIT_WARMUP_MAX_BYTES).toList();
+        if (small.isEmpty()) {
+            small = List.of(JIT_WARMUP_MAX_BYTES); // every size is larger, so the buffers hold this
+        }
+        for (int i = 0; i < config.jitWarmup(); i += 64) {
+            long count = c.count(small.get((i / 64) % small.size()), ts, ranks);
+            measure(b, check, count, 0, Math.min(64, config.jitWarmup() - i));
+        }
+        comm.barrier();
+    }
+
+    /** One row: warm-up iterations, a barrier, the timed iterations, the check, the statistics across ranks. */
+    private Row measure(Buffers b, CheckData check, long count, int warmup, int iters) {
+        PerfCollective c = config.collective();
+        DataType type = config.type();
+        ReduceOp op = config.op();
+        int ts = type.byteSize();
+        int ranks = comm.size();
+        for (int i = 0; i < warmup; i++) {
+            b.target.run(count);
+        }
+        comm.barrier();
+        histogram.reset();
+        long start = System.nanoTime();
+        long last = start;
+        for (int i = 0; i < iters; i++) {
+            b.target.run(count);
+            long now = System.nanoTime();
+            histogram.recordValue(now - last);
+            last = now;
+        }
+        double timeUs = (last - start) / 1e3 / Math.max(1, iters);
+        long wrong = -1;
+        if (config.check()) {
+            b.wrongs.set(ValueLayout.JAVA_LONG, 0, b.target.check(check, comm.rank(), count));
+            b.statsComm.allReduce(b.wrongs, 1, DataType.INT64, ReduceOp.SUM);
+            wrong = b.wrongs.get(ValueLayout.JAVA_LONG, 0);
+        }
+        double[] mine = {timeUs, histogram.getMinValue() / 1e3, histogram.getValueAtPercentile(50) / 1e3,
+                histogram.getValueAtPercentile(99) / 1e3, histogram.getMaxValue() / 1e3};
+        MemorySegment.copy(mine, 0, b.stats, ValueLayout.JAVA_DOUBLE, 0, mine.length);
+        b.statsComm.allReduce(b.stats, mine.length, DataType.FLOAT64, ReduceOp.MAX);
+        double[] all = b.stats.asSlice(0, mine.length * Double.BYTES).toArray(ValueLayout.JAVA_DOUBLE);
+        return Row.of(c, count, ts, type.canonicalName(), config.redopName(), c.rooted() ? config.root() : -1, ranks,
+                all[0], wrong, all[1], all[2], all[3], all[4]);
+    }
+
+    private MemorySegment statsBuffer(Arena arena, Communicator owner, long bytes) {
+        return config.userBuffers() ? arena.allocate(bytes, PAGE) : owner.allocate(bytes);
+    }
+
+}

@@ -1,0 +1,95 @@
+package dev.panamax.bench.perf;
+
+import java.util.Locale;
+
+/**
+ * One line of the result table: one size. Times are the maximum over the ranks (the average time
+ * per iteration of the slowest rank, like nccl-tests), bandwidths in GB/s (1e9 bytes per second).
+ *
+ * @param size      the {@code size} column in bytes (the larger of the send and receive buffers)
+ * @param count     the element count passed to the collective (per rank for reduce-scatter and all-gather)
+ * @param type      the data type's canonical name
+ * @param redop     the reduction operator, or {@code none}
+ * @param root      the root rank, or -1 for collectives without one
+ * @param timeUs    average time per iteration in microseconds
+ * @param algBw     size / time in GB/s
+ * @param busBw     algBw times the collective's bus-bandwidth factor
+ * @param wrong     elements that differ from the expected result, summed over the ranks; -1 when not checked
+ * @param minUs     fastest iteration (maximum over the ranks of each rank's fastest)
+ * @param p50Us     median iteration time
+ * @param p99Us     99th percentile iteration time
+ * @param maxUs     slowest iteration
+ * @param algorithm the algorithm asked for ({@code -a}: {@code ring}, ..., or {@code auto})
+ * @param schedule  the algorithm the schedule actually ran, with its details ({@code Schedule.algorithm()}:
+ *                  {@code blueconnect(2x2: ring,ring)}; for {@code auto} the planner's choice at this size)
+ * @param predictedUs the cost model's prediction for this algorithm, size and topology in
+ *                  microseconds ({@code CostModel.predict}), or null where there is no model
+ */
+public record Row(long size, long count, String type, String redop, int root, double timeUs, double algBw, double busBw,
+                  long wrong, double minUs, double p50Us, double p99Us, double maxUs, String algorithm, String schedule,
+                  Double predictedUs) {
+
+    /** Builds a row from the measured time, computing the bandwidths. */
+    public static Row of(PerfCollective c, long count, int typeSize, String type, String redop, int root, int ranks,
+                         double timeUs, long wrong, double minUs, double p50Us, double p99Us, double maxUs) {
+        long size = c.sizeBytes(count, typeSize, ranks);
+        double algBw = algBw(size, timeUs);
+        return new Row(size, count, type, redop, root, timeUs, algBw, algBw * c.busBwFactor(ranks), wrong, minUs, p50Us, p99Us, maxUs,
+                "", "", null);
+    }
+
+    /** This row labelled with the algorithm asked for and the one its schedule ran. */
+    public Row withAlgorithm(String algorithm, String schedule) {
+        return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs, algorithm, schedule,
+                predictedUs);
+    }
+
+    /** This row with the cost model's prediction. */
+    public Row withPrediction(Double predictedUs) {
+        return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs, algorithm, schedule,
+                predictedUs);
+    }
+
+    /**
+     * The {@code algorithm} column, without spaces: the schedule's algorithm ({@code ring},
+     * {@code blueconnect(2x2:ring,ring)}), prefixed with {@code auto:} when the planner chose it.
+     */
+    public String algorithmColumn() {
+        String shown = schedule == null || schedule.isEmpty() ? algorithm : schedule;
+        if ("auto".equals(algorithm) && schedule != null && !schedule.isEmpty()) {
+            shown = "auto:" + schedule;
+        }
+        return shown == null ? "" : shown.replace(" ", "");
+    }
+
+    /** GB/s (1e9 bytes per second) for {@code bytes} in {@code timeUs} microseconds; 0 for a zero time. */
+    public static double algBw(long bytes, double timeUs) {
+        return timeUs > 0 ? bytes / (timeUs * 1e3) : 0;
+    }
+
+    /** The column header lines (two), with or without the percentile columns; the algorithm column comes last. */
+    public static String header(boolean percentiles) {
+        String names = String.format(Locale.ROOT, "#%11s %13s %9s %7s %10s %8s %8s %7s", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
+        String units = String.format(Locale.ROOT, "#%11s %13s %9s %7s %10s %8s %8s %7s", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+        if (percentiles) {
+            names += String.format(Locale.ROOT, " %10s %10s %10s", "p50", "p99", "max");
+            units += String.format(Locale.ROOT, " %10s %10s %10s", "(us)", "(us)", "(us)");
+        }
+        names += "  algorithm";
+        return names + System.lineSeparator() + units;
+    }
+
+    /** The row as a table line aligned with {@link #header}. */
+    public String format(boolean percentiles) {
+        String line = String.format(Locale.ROOT, "%12d %13d %9s %7s %10s %8.2f %8.2f %7s", size, count, type, redop, time(timeUs),
+                algBw, busBw, wrong < 0 ? "N/A" : Long.toString(wrong));
+        if (percentiles) {
+            line += String.format(Locale.ROOT, " %10s %10s %10s", time(p50Us), time(p99Us), time(maxUs));
+        }
+        return line + "  " + algorithmColumn();
+    }
+
+    private static String time(double us) {
+        return us >= 1e7 ? String.format(Locale.ROOT, "%.4g", us) : String.format(Locale.ROOT, "%.2f", us);
+    }
+}
