@@ -1,6 +1,6 @@
 /*
  * C baseline for ReductionBenchmark: the float32 sum accumulate acc[i] += src[i], compiled with
- * gcc -O3 -march=native (scripts/kernel-baseline). Same shape as the JMH runs: 3 warm-up and 5
+ * gcc -O3 -march=native (scripts/bench/kernel-baseline). Same shape as the JMH runs: 3 warm-up and 5
  * measured iterations of about 1 s each per size. Reports the mean time per call and
  * "buffer GB/s" = count * 4 bytes / time per call (10^9 bytes/s), the convention of docs/design/kernels.md;
  * memory traffic is 3x that (read acc, read src, write acc).

@@ -2,7 +2,7 @@
 // dev.panamax.memory.Reductions (accumulate and divide), with the same results bit for bit
 // (NaN payloads aside).
 //
-// Built to PTX by scripts/build-ptx (target compute_80: A100, H100, H200 and newer); the PTX is
+// Built to PTX by scripts/gpu/build-ptx (target compute_80: A100, H100, H200 and newer); the PTX is
 // committed as cuda/src/main/resources/dev/panamax/cuda/reduce.ptx and loaded with
 // cuModuleLoadData, so no CUDA toolkit is needed to build or run Panamax.
 //

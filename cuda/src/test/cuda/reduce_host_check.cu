@@ -2,7 +2,7 @@
 // kernels never synchronize, so running the threads one after another gives the same result).
 // Checks that every element is visited exactly once for all alignments, counts and grid sizes,
 // and the edge cases of the semantics (NaN, signed zeros, wrapping, rounding, truncation).
-// Built and run by scripts/build-ptx; it tests the source, not the device's instructions.
+// Built and run by scripts/gpu/build-ptx; it tests the source, not the device's instructions.
 #include "../../main/cuda/reduce.cu"
 
 #include <stdarg.h>

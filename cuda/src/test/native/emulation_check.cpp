@@ -1,6 +1,6 @@
 // Checks that the emulation is as strict as cuda_emulation.cpp and nccl_emulation.cpp say: the Java
 // tests passing against it mean something only if the mistakes below fail here. Run by
-// scripts/cuda-emulation-tests before the Java tests: emulation_check PATH/TO/reduce.ptx
+// scripts/gpu/cuda-emulation-tests before the Java tests: emulation_check PATH/TO/reduce.ptx
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

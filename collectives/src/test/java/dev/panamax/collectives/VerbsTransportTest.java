@@ -26,7 +26,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The transport contract suite run over RDMA: the same bodies as for local, shm and TCP, with
- * {@link Ranks.Transport#VERBS}. Needs an RDMA device (the rxe VM of {@code scripts/rdma-tests});
+ * {@link Ranks.Transport#VERBS}. Needs an RDMA device (the rxe VM of {@code scripts/rdma/rdma-tests});
  * skipped with the reason elsewhere.
  */
 @RdmaTest

@@ -11,7 +11,7 @@ import java.lang.annotation.Target;
 
 /**
  * Marks a test class or method that needs a GPU: JUnit's {@code @Tag("gpu")}, the tag by which the GPU runs
- * (scripts/gpu-check, scripts/cuda-emulation-tests, {@code -Dgroups=gpu}) select them. A tag only, not
+ * (scripts/gpu/gpu-check, scripts/gpu/cuda-emulation-tests, {@code -Dgroups=gpu}) select them. A tag only, not
  * {@code @Test}: most of these tests are whole classes, and their methods keep saying what kind of test each
  * is ({@code @Test}, {@code @ParameterizedTest}). Without the hardware the test skips or fails by the rule of
  * {@link GpuTestSupport}.

@@ -11,7 +11,7 @@ import java.lang.annotation.Target;
 
 /**
  * Marks a test class or method that needs an RDMA device: JUnit's {@code @Tag("rdma")}, the tag by which the
- * RDMA runs (scripts/rdma-tests, {@code -Dgroups=rdma}) select them. A tag only, not {@code @Test}, as
+ * RDMA runs (scripts/rdma/rdma-tests, {@code -Dgroups=rdma}) select them. A tag only, not {@code @Test}, as
  * {@link GpuTest}. Without the hardware the test skips by the rule of {@link RdmaTestSupport}.
  */
 @Target({ElementType.TYPE, ElementType.METHOD})

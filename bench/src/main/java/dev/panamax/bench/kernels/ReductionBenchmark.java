@@ -26,7 +26,7 @@ import java.util.concurrent.TimeUnit;
 /**
  * The accumulate kernel {@code acc[i] = acc[i] op src[i]} over two page-aligned native buffers of
  * {@code bytes} bytes each, against a plain Java loop over the same segments. Compare with the C
- * baseline (scripts/kernel-baseline, same buffers and loop): "buffer GB/s" = bytes / (us/op) / 1000.
+ * baseline (scripts/bench/kernel-baseline, same buffers and loop): "buffer GB/s" = bytes / (us/op) / 1000.
  * The fork adds the Vector API module, as applications should (see docs/design/kernels.md); run with
  * {@code -jvmArgsAppend -Dpanamax.kernels.vector=false} for the plain-Java kernels.
  */

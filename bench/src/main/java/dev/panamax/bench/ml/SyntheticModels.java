@@ -11,7 +11,7 @@ import java.util.function.Supplier;
 
 /**
  * Synthetic profiles of the four models of paper 004 (Table III), for the simulator, the tests
- * and {@code scripts/wfbp-bench}. SYNTHETIC: no model was run to make them.
+ * and {@code scripts/bench/wfbp-bench}. SYNTHETIC: no model was run to make them.
  * <ul>
  * <li>Tensor count and sizes follow each architecture's layer configuration (torchvision's
  *     ResNet-152 and DenseNet-201, the common Inception-v4 with batch-normalized convolutions,

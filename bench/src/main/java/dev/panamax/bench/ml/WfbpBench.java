@@ -21,7 +21,7 @@ import java.util.Locale;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * {@code scripts/wfbp-bench}: a synthetic training iteration per {@link SyntheticModels} profile
+ * {@code scripts/bench/wfbp-bench}: a synthetic training iteration per {@link SyntheticModels} profile
  * and {@link SyncPolicy}, measured on the ranks of the job and simulated with the model
  * calibrated on them. The profile is scaled (sizes by {@code --size-scale}, times by
  * {@code --time-scale}); "compute" is waiting until each tensor's ready time (the CPU is free, as

@@ -23,7 +23,7 @@ class ConfigurationReferenceTest {
     private static final String END = "<!-- end generated -->";
     private static final Pattern KNOB = Pattern.compile("PANAMAX_[A-Z0-9_]*[A-Z0-9]");
     /** Variables of the scripts themselves, not settings (the doc says so). */
-    private static final Set<String> SCRIPT_VARIABLES = Set.of("PANAMAX_ROOT", "PANAMAX_ML_CP");
+    private static final Set<String> SCRIPT_VARIABLES = Set.of("PANAMAX_ROOT", "PANAMAX_BENCH_JAR");
 
     @Test
     void theDocQuotesTheSettingsTable() throws IOException {

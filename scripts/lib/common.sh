@@ -1,7 +1,7 @@
 # Sourced by the other scripts: finds a JDK >= 25 and the repository root.
 # Order: $JAVA_HOME if it is 25 or newer, else the newest JDK >= 25 under /usr/lib/jvm.
 
-PANAMAX_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PANAMAX_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 panamax_java_feature() { # prints the feature version of the JDK at $1, or nothing
   local v
