@@ -10,7 +10,7 @@ import java.util.Map;
 import java.util.function.Supplier;
 
 /**
- * Synthetic profiles of the four models of paper 004 (Table III), for the simulator, the tests
+ * Synthetic profiles of the four models of [ASC-WFBP] (Table III), for the simulator, the tests
  * and {@code scripts/bench/wfbp-bench}. SYNTHETIC: no model was run to make them.
  * <ul>
  * <li>Tensor count and sizes follow each architecture's layer configuration (torchvision's

@@ -263,7 +263,7 @@ final class Calibration {
             for (int j = 0; j < KS.length; j++) {
                 r.append(String.format(Locale.ROOT, " %.2f (k=%d)", tk[j] / tk[0], KS[j]));
             }
-            out.println(r.append("; gamma (k=" + KS[KS.length - 1] + ", paper 004: T_k = a + gamma b m): " + g));
+            out.println(r.append("; gamma (k=" + KS[KS.length - 1] + ", [ASC-WFBP]: T_k = a + gamma b m): " + g));
         }
         String suggestion = suggest(n, peers, kinds, fits, sizes.isEmpty() ? null : pp);
         out.println("# suggested: " + (suggestion == null ? "(no peers to measure)" : "--topology " + suggestion));
