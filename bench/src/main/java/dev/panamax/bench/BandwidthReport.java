@@ -37,10 +37,13 @@ public final class BandwidthReport {
             DataType type = DataType.parse(p.path("type").asText());
             long count = c.count(p.path("bytes").asLong(), type.byteSize(), ranks);
             long size = c.sizeBytes(count, type.byteSize(), ranks);
-            double us = toMicros(r.path("primaryMetric").path("score").asDouble(), r.path("primaryMetric").path("scoreUnit").asText());
+            double us = toMicros(r.path("primaryMetric").path("score").asDouble(),
+                    r.path("primaryMetric").path("scoreUnit").asText());
             double algBw = Row.algBw(size, us);
-            System.out.printf(Locale.ROOT, "%-14s %-9s %5d %-8s %-6s %12d %12d %10.2f %8.2f %8.2f%n", c.cliName(), p.path("transport").asText(),
-                    ranks, type.canonicalName(), c.reduces() ? p.path("op").asText() : "none", size, count, us, algBw, algBw * c.busBwFactor(ranks));
+            System.out.printf(Locale.ROOT, "%-14s %-9s %5d %-8s %-6s %12d %12d %10.2f %8.2f %8.2f%n", c.cliName(),
+                    p.path("transport").asText(),
+                    ranks, type.canonicalName(), c.reduces() ? p.path("op").asText() : "none", size, count, us, algBw,
+                            algBw * c.busBwFactor(ranks));
         }
     }
 

@@ -112,7 +112,8 @@ public class CollectiveBenchmark {
                 lockstep = LockstepCounters.createFile();
                 String addr = "127.0.0.1";
                 int port = RankProcesses.freePort(addr);
-                List<String> jvm = new ArrayList<>(List.of("--enable-native-access=ALL-UNNAMED", "--add-modules=jdk.incubator.vector",
+                List<String> jvm = new ArrayList<>(List.of("--enable-native-access=ALL-UNNAMED",
+                        "--add-modules=jdk.incubator.vector",
                         "-XX:+UseSerialGC", "-Xmx256m"));
                 System.getProperties().forEach((k, v) -> {
                     if (k.toString().startsWith("panamax.")) {
@@ -129,7 +130,8 @@ public class CollectiveBenchmark {
                 comms.add(comm);
                 rank0 = new CollectiveSetup(comm, c, bytes, t, o);
             }
-            default -> throw new IllegalArgumentException("unknown transport '" + transport + "'; known: local, shm, tcp");
+            default -> throw new IllegalArgumentException("unknown transport '" + transport
+                    + "'; known: local, shm, tcp");
         }
     }
 

@@ -25,7 +25,8 @@ public final class CollectiveWorker {
     public static void main(String[] args) {
         RankProcesses.exitWithParent();
         if (args.length != 7) {
-            System.err.println("usage: CollectiveWorker COLLECTIVE TRANSPORT BYTES TYPE OP COUNTERS_FILE TIMEOUT_SECONDS");
+            System.err.println("usage: CollectiveWorker COLLECTIVE TRANSPORT BYTES TYPE OP COUNTERS_FILE "
+                    + "TIMEOUT_SECONDS");
             System.exit(2);
         }
         try (LockstepCounters lockstep = LockstepCounters.openFile(Path.of(args[5]));

@@ -44,7 +44,8 @@ public final class LockstepCounters implements AutoCloseable {
         return new LockstepCounters(arena, s, null);
     }
 
-    /** New counters in a fresh file (under /dev/shm when there is one) for helper processes; {@link #close} deletes it. */
+    /** New counters in a fresh file (under /dev/shm when there is one) for helper processes; {@link #close} deletes it.
+     * */
     public static LockstepCounters createFile() {
         try {
             Path dir = Path.of("/dev/shm");
@@ -63,7 +64,8 @@ public final class LockstepCounters implements AutoCloseable {
         try {
             return map(file, false);
         } catch (IOException e) {
-            throw new UncheckedIOException("could not open the lockstep counters file " + file + ": " + e.getMessage(), e);
+            throw new UncheckedIOException("could not open the lockstep counters file " + file + ": " + e.getMessage(),
+                    e);
         }
     }
 

@@ -83,7 +83,8 @@ class LayoutCheckTest {
     @Test
     void cudaLayoutsMatchGcc() throws Exception {
         Path include = cudaInclude();
-        assumeTrue(include != null, "cuda.h not found (set CUDA_INCLUDE or CUDA_HOME; looked in /usr/local/cuda/include)");
+        assumeTrue(include != null,
+                "cuda.h not found (set CUDA_INCLUDE or CUDA_HOME; looked in /usr/local/cuda/include)");
         check("cuda", CUDA, "#include <cuda.h>", List.of("-I" + include));
     }
 
@@ -181,7 +182,8 @@ class LayoutCheckTest {
                 }
             }
             assertTrue(mismatches.isEmpty(), "layout mismatches:\n" + String.join("\n", mismatches));
-            System.out.printf("layout check %s: %d structs, %d entries match gcc%n", label, types.size(), entries.size());
+            System.out.printf("layout check %s: %d structs, %d entries match gcc%n", label, types.size(),
+                    entries.size());
         } finally {
             try (Stream<Path> s = Files.walk(dir)) {
                 s.sorted((a, b) -> b.compareTo(a)).forEach(p -> p.toFile().delete());

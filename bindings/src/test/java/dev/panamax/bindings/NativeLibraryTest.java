@@ -67,7 +67,8 @@ class NativeLibraryTest {
         assertEquals("true", out.get("symbol"), out.toString());
         Map<String, String> missing = probe(List.of(), Map.of("PANAMAX_LIBRARY_IBVERBS", lib.toRealPath().toString()),
                 "IBVERBS", "no_such_function");
-        assertTrue(missing.get("error").contains("no_such_function") && missing.get("error").contains("libibverbs.so.1"),
+        assertTrue(missing.get("error").contains("no_such_function")
+                && missing.get("error").contains("libibverbs.so.1"),
                 missing.toString());
     }
 

@@ -31,7 +31,8 @@ public enum Collective {
                 return c;
             }
         }
-        throw new IllegalArgumentException("unknown collective '" + s + "'; known: allreduce, reducescatter, allgather, "
+        throw new IllegalArgumentException("unknown collective '" + s
+                + "'; known: allreduce, reducescatter, allgather, "
                 + "broadcast, reduce, alltoall, barrier");
     }
 }

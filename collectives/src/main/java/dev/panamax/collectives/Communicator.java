@@ -147,10 +147,12 @@ public interface Communicator extends AutoCloseable {
     String algorithm(Collective collective);
 
     /** Asynchronous {@link #allReduce(MemorySegment, MemorySegment, long, DataType, ReduceOp)}. */
-    CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op);
+    CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type,
+            ReduceOp op);
 
     /** Asynchronous {@link #reduceScatter}. */
-    CompletableFuture<Void> reduceScatterAsync(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op);
+    CompletableFuture<Void> reduceScatterAsync(MemorySegment send, MemorySegment recv, long recvCount, DataType type,
+            ReduceOp op);
 
     /** Asynchronous {@link #allGather}. */
     CompletableFuture<Void> allGatherAsync(MemorySegment send, MemorySegment recv, long sendCount, DataType type);
@@ -159,7 +161,8 @@ public interface Communicator extends AutoCloseable {
     CompletableFuture<Void> broadcastAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root);
 
     /** Asynchronous {@link #reduce}. */
-    CompletableFuture<Void> reduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root);
+    CompletableFuture<Void> reduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op,
+            int root);
 
     /** Asynchronous {@link #barrier}. */
     CompletableFuture<Void> barrierAsync();

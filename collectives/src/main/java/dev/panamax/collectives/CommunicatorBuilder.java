@@ -120,17 +120,20 @@ public final class CommunicatorBuilder {
 
     /** The algorithm for {@code collective} (default {@code auto}, or {@code PANAMAX_ALGORITHM}). */
     public CommunicatorBuilder algorithm(Collective collective, String algorithm) {
-        algorithms.put(Objects.requireNonNull(collective, "collective"), Objects.requireNonNull(algorithm, "algorithm"));
+        algorithms.put(Objects.requireNonNull(collective, "collective"),
+                Objects.requireNonNull(algorithm, "algorithm"));
         return this;
     }
 
-    /** Cross-rank call validation (default off, or {@code PANAMAX_VALIDATE=1}); see {@link Communicator#setCallValidation}. */
+    /** Cross-rank call validation (default off, or {@code PANAMAX_VALIDATE=1}); see {@link
+     * Communicator#setCallValidation}. */
     public CommunicatorBuilder validateCalls(boolean on) {
         this.validate = on;
         return this;
     }
 
-    /** Deterministic mode (default off, or {@code PANAMAX_DETERMINISTIC=1}); see {@link Communicator#setDeterministic}. */
+    /** Deterministic mode (default off, or {@code PANAMAX_DETERMINISTIC=1}); see {@link Communicator#setDeterministic}.
+     * */
     public CommunicatorBuilder deterministic(boolean on) {
         this.deterministic = on;
         return this;

@@ -66,8 +66,10 @@ public record LaunchConfig(int rank, int worldSize, int localRank, String master
         String sizeVar = first(get, Settings.WORLD_SIZE.envNames());
         String localVar = first(get, Settings.LOCAL_RANK.envNames());
         if (rankVar == null || sizeVar == null) {
-            throw new IllegalStateException("no rank or world size in the environment: set PANAMAX_RANK and PANAMAX_WORLD_SIZE "
-                    + "(or torchrun's RANK/WORLD_SIZE, Open MPI's OMPI_COMM_WORLD_RANK/SIZE, Slurm's SLURM_PROCID/SLURM_NTASKS)");
+            throw new IllegalStateException("no rank or world size in the environment: set PANAMAX_RANK and "
+                    + "PANAMAX_WORLD_SIZE "
+                    + "(or torchrun's RANK/WORLD_SIZE, Open MPI's OMPI_COMM_WORLD_RANK/SIZE, Slurm's "
+                    + "SLURM_PROCID/SLURM_NTASKS)");
         }
         int rank = parse(rankVar, get);
         int size = parse(sizeVar, get);

@@ -36,7 +36,8 @@ public final class Topology {
                 throw new IllegalArgumentException("level fan-out must be >= 1: " + fanout);
             }
             if (!(bytesPerSecond > 0) || !(latencySeconds >= 0)) {
-                throw new IllegalArgumentException("level bandwidth must be > 0 and latency >= 0: " + bytesPerSecond + ", " + latencySeconds);
+                throw new IllegalArgumentException("level bandwidth must be > 0 and latency >= 0: " + bytesPerSecond
+                        + ", " + latencySeconds);
             }
         }
     }
@@ -72,7 +73,8 @@ public final class Topology {
             }
         }
         if (placement.length != size) {
-            throw new IllegalArgumentException("placement has " + placement.length + " entries, the topology " + size + " ranks");
+            throw new IllegalArgumentException("placement has " + placement.length + " entries, the topology " + size
+                    + " ranks");
         }
         this.placement = placement.clone();
         this.position = new int[size];
@@ -80,7 +82,8 @@ public final class Topology {
         for (int pos = 0; pos < size; pos++) {
             int r = this.placement[pos];
             if (r < 0 || r >= size || position[r] != -1) {
-                throw new IllegalArgumentException("placement is not a permutation of 0.." + (size - 1) + ": " + Arrays.toString(placement));
+                throw new IllegalArgumentException("placement is not a permutation of 0.." + (size - 1) + ": "
+                        + Arrays.toString(placement));
             }
             position[r] = pos;
         }
@@ -127,7 +130,8 @@ public final class Topology {
             try {
                 f[i] = Integer.parseInt(dims[i].trim());
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("topology '" + spec + "': fan-out '" + dims[i] + "' is not an integer");
+                throw new IllegalArgumentException("topology '" + spec + "': fan-out '" + dims[i]
+                        + "' is not an integer");
             }
             if (f[i] < 1) {
                 throw new IllegalArgumentException("topology '" + spec + "': fan-out " + f[i] + " must be >= 1");
@@ -141,18 +145,21 @@ public final class Topology {
             String p = parts[i].trim();
             int eq = p.indexOf('=');
             if (eq < 0) {
-                throw new IllegalArgumentException("topology '" + spec + "': expected bw=... or alpha=..., got '" + p + "'");
+                throw new IllegalArgumentException("topology '" + spec + "': expected bw=... or alpha=..., got '" + p
+                        + "'");
             }
             String key = p.substring(0, eq).trim().toLowerCase(Locale.ROOT);
             String[] vals = p.substring(eq + 1).split(",");
             if (vals.length != f.length) {
-                throw new IllegalArgumentException("topology '" + spec + "': " + key + " has " + vals.length + " values for " + f.length + " levels");
+                throw new IllegalArgumentException("topology '" + spec + "': " + key + " has " + vals.length
+                        + " values for " + f.length + " levels");
             }
             for (int j = 0; j < vals.length; j++) {
                 switch (key) {
                     case "bw", "bandwidth" -> bw[j] = parseBandwidth(vals[j], spec);
                     case "alpha", "latency" -> lat[j] = parseSeconds(vals[j], spec);
-                    default -> throw new IllegalArgumentException("topology '" + spec + "': unknown key '" + key + "' (bw, alpha)");
+                    default -> throw new IllegalArgumentException("topology '" + spec + "': unknown key '" + key
+                            + "' (bw, alpha)");
                 }
             }
         }
@@ -210,7 +217,8 @@ public final class Topology {
                         } else if (f[i].startsWith("alpha=")) {
                             lat = parseSeconds(f[i].substring(6), where.trim());
                         } else {
-                            throw new IllegalArgumentException(where + "unknown level attribute '" + f[i] + "' (bw=, alpha=)");
+                            throw new IllegalArgumentException(where + "unknown level attribute '" + f[i]
+                                    + "' (bw=, alpha=)");
                         }
                     }
                     levels.add(new Level(fanout, bw, lat));
@@ -225,10 +233,12 @@ public final class Topology {
                     int slot = Integer.parseInt(m.group(3));
                     Integer old = hosts.computeIfAbsent(m.group(2), h -> new TreeMap<>()).put(slot, r);
                     if (old != null) {
-                        throw new IllegalArgumentException(where + "slot " + slot + " of " + m.group(2) + " holds ranks " + old + " and " + r);
+                        throw new IllegalArgumentException(where + "slot " + slot + " of " + m.group(2)
+                                + " holds ranks " + old + " and " + r);
                     }
                 }
-                default -> throw new IllegalArgumentException(where + "expected a 'level' or 'rank' line, got '" + f[0] + "'");
+                default -> throw new IllegalArgumentException(where + "expected a 'level' or 'rank' line, got '" + f[0]
+                        + "'");
             }
         }
         if (levels.isEmpty()) {
@@ -242,7 +252,8 @@ public final class Topology {
         for (var e : hosts.entrySet()) {
             if (e.getValue().size() != perHost) {
                 throw new IllegalArgumentException(file + ": host " + e.getKey() + " runs " + e.getValue().size()
-                        + " ranks but the innermost level has fan-out " + perHost + " (an asymmetric placement has no box; "
+                        + " ranks but the innermost level has fan-out " + perHost
+                        + " (an asymmetric placement has no box; "
                         + "hierarchical algorithms need every host to run the same number of ranks)");
             }
             placement.addAll(e.getValue().values());
@@ -277,7 +288,8 @@ public final class Topology {
             }
             return d;
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("topology '" + spec + "': bandwidth '" + v + "' is not a positive number of bytes/s");
+            throw new IllegalArgumentException("topology '" + spec + "': bandwidth '" + v
+                    + "' is not a positive number of bytes/s");
         }
     }
 
@@ -303,7 +315,8 @@ public final class Topology {
             }
             return d;
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("topology '" + spec + "': latency '" + v + "' is not a non-negative time");
+            throw new IllegalArgumentException("topology '" + spec + "': latency '" + v
+                    + "' is not a non-negative time");
         }
     }
 

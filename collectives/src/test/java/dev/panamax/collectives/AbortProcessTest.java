@@ -31,7 +31,8 @@ class AbortProcessTest {
 
     private static Set<String> shmEntries() throws IOException {
         try (Stream<Path> s = Files.list(Path.of("/dev/shm"))) {
-            return s.map(p -> p.getFileName().toString()).filter(f -> f.contains("panamax") && !f.startsWith("panamax-bench"))
+            return s.map(p -> p.getFileName().toString())
+                    .filter(f -> f.contains("panamax") && !f.startsWith("panamax-bench"))
                     .collect(Collectors.toSet());
         }
     }
@@ -51,8 +52,10 @@ class AbortProcessTest {
         List<Rank> ranks = new ArrayList<>();
         try {
             for (int r = 0; r < n; r++) {
-                ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector",
-                        "-cp", System.getProperty("java.class.path"), AbortRankProcess.class.getName(), transport, Double.toString(timeoutSeconds))
+                ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "--add-modules",
+                        "jdk.incubator.vector",
+                        "-cp", System.getProperty("java.class.path"), AbortRankProcess.class.getName(), transport,
+                                Double.toString(timeoutSeconds))
                         .redirectErrorStream(true);
                 pb.environment().put("PANAMAX_RANK", Integer.toString(r));
                 pb.environment().put("PANAMAX_WORLD_SIZE", Integer.toString(n));
@@ -62,7 +65,8 @@ class AbortProcessTest {
                 Process p = pb.start();
                 List<String> lines = new CopyOnWriteArrayList<>();
                 Thread.ofPlatform().daemon().start(() -> {
-                    try (BufferedReader br = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                    try (BufferedReader br = new BufferedReader(new InputStreamReader(p.getInputStream(),
+                            StandardCharsets.UTF_8))) {
                         br.lines().forEach(lines::add);
                     } catch (IOException e) {
                         lines.add("IO " + e);
@@ -87,7 +91,8 @@ class AbortProcessTest {
             assertEquals(0, ranks.get(0).process().exitValue(), () -> "rank 0: " + ranks.get(0).lines());
             String returned = ranks.get(0).line("ABORT_RETURNED");
             String failed = ranks.get(0).line("CALL_FAILED");
-            assertTrue(returned != null && failed != null && failed.contains("aborted"), () -> "rank 0: " + ranks.get(0).lines());
+            assertTrue(returned != null && failed != null && failed.contains("aborted"), () ->
+                    "rank 0: " + ranks.get(0).lines());
             double abortMs = Double.parseDouble(returned.split(" ")[1]);
             double callMs = Double.parseDouble(failed.split(" ")[1]);
             // A fresh JVM runs this code cold (class loading, linking string concatenations, filling
@@ -100,12 +105,14 @@ class AbortProcessTest {
             for (int i = 2; i < n; i++) {
                 int r = i;
                 Rank k = ranks.get(r);
-                assertTrue(k.process().waitFor(10, TimeUnit.SECONDS), "rank " + r + " did not fail after rank 0 aborted");
+                assertTrue(k.process().waitFor(10, TimeUnit.SECONDS),
+                        "rank " + r + " did not fail after rank 0 aborted");
                 double seconds = (System.nanoTime() - abortAt) / 1e9;
                 assertEquals(3, k.process().exitValue(), () -> "rank " + r + ": " + k.lines());
                 String line = k.line("PEER_FAILED");
                 assertTrue(line.startsWith("PEER_FAILED 0 "), line);
-                System.out.printf("%s: rank 0 abort() %.2f ms, its call threw after %.2f ms; rank %d failed naming rank 0 (%.2f s after the abort)%n",
+                System.out.printf("%s: rank 0 abort() %.2f ms, its call threw after %.2f ms; rank %d failed naming "
+                        + "rank 0 (%.2f s after the abort)%n",
                         transport, abortMs, callMs, r, seconds);
             }
             // The frozen rank, resumed, finds everyone gone and fails too.

@@ -55,7 +55,8 @@ class AbortTest {
             double abortMs = (System.nanoTime() - start) / 1e6;
             Throwable e0 = r0.get(5, TimeUnit.SECONDS);
             double wokeMs = (System.nanoTime() - start) / 1e6;
-            System.out.printf("%s: abort() returned in %.2f ms, the blocked call threw after %.2f ms%n", t, abortMs, wokeMs);
+            System.out.printf("%s: abort() returned in %.2f ms, the blocked call threw after %.2f ms%n", t, abortMs,
+                    wokeMs);
             assertTrue(e0 instanceof CollectiveException, () -> "got " + e0);
             assertTrue(e0.getMessage().contains("aborted"), e0::getMessage);
             assertTrue(abortMs < 100, "abort() took " + abortMs + " ms");
@@ -66,7 +67,8 @@ class AbortTest {
 
             // Unusable afterwards, idempotent, and close() after it is a no-op.
             MemorySegment b = a.allocate(64, 64);
-            assertThrows(IllegalStateException.class, () -> comms.get(0).allReduce(b, 16, DataType.FLOAT32, ReduceOp.SUM));
+            assertThrows(IllegalStateException.class, () ->
+                    comms.get(0).allReduce(b, 16, DataType.FLOAT32, ReduceOp.SUM));
             assertThrows(IllegalStateException.class, () -> comms.get(0).allocate(64));
             assertDoesNotThrow(() -> comms.get(0).abort());
             assertDoesNotThrow(() -> comms.get(0).close());
@@ -141,7 +143,8 @@ class AbortTest {
                 comms.get(0).abort();
                 Throwable e0 = loops.get(0).get(5, TimeUnit.SECONDS);
                 Throwable e1 = loops.get(1).get(10, TimeUnit.SECONDS);
-                assertTrue(e0 instanceof CollectiveException || e0 instanceof IllegalStateException, () -> "rank 0 got " + e0);
+                assertTrue(e0 instanceof CollectiveException || e0 instanceof IllegalStateException, () ->
+                        "rank 0 got " + e0);
                 assertTrue(e1 instanceof PeerFailedException p && p.peer() == 0, () -> "rank 1 got " + e1);
             } finally {
                 RankThreads.closeAll(comms);

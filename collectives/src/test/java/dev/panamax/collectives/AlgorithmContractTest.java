@@ -89,10 +89,12 @@ class AlgorithmContractTest {
     }
 
     private static void check(String algorithm, Ranks.Transport transport, int n, long[] counts) {
-        check(algorithm, transport, n, counts, (type, op) -> op == ReduceOp.SUM || type == DataType.FLOAT32 || type == DataType.INT32);
+        check(algorithm, transport, n, counts, (type, op) ->
+                op == ReduceOp.SUM || type == DataType.FLOAT32 || type == DataType.INT32);
     }
 
-    /** {@code include}: which type and operator pairs to check (for all-gather, broadcast and all-to-all: which types, with SUM). */
+    /** {@code include}: which type and operator pairs to check (for all-gather, broadcast and all-to-all: which types,
+     * with SUM). */
     static void check(String algorithm, Ranks.Transport transport, int n, long[] counts,
                       BiPredicate<DataType, ReduceOp> include) {
         Topology topology = topologyFor(algorithm, n);
@@ -167,11 +169,13 @@ class AlgorithmContractTest {
             c.setAlgorithm(Collective.REDUCE_SCATTER, "rhd");
             try (Arena a = Arena.ofConfined()) {
                 e = assertThrows(IllegalArgumentException.class,
-                        () -> c.reduceScatter(a.allocate(24 * 4), a.allocate(4 * 4), 4, DataType.FLOAT32, ReduceOp.SUM));
+                        () -> c.reduceScatter(a.allocate(24 * 4), a.allocate(4 * 4), 4, DataType.FLOAT32,
+                                ReduceOp.SUM));
                 assertTrue(e.getMessage().contains("power-of-two"), e.getMessage());
             }
             e = assertThrows(IllegalArgumentException.class, () -> c.setAlgorithm(Collective.ALL_REDUCE, "nope"));
-            assertTrue(e.getMessage().contains("unknown algorithm 'nope'") && e.getMessage().contains("blueconnect"), e.getMessage());
+            assertTrue(e.getMessage().contains("unknown algorithm 'nope'") && e.getMessage().contains("blueconnect"),
+                    e.getMessage());
             e = assertThrows(IllegalArgumentException.class, () -> c.setTopology(Topology.parse("2x2")));
             assertTrue(e.getMessage().contains("4 ranks, this communicator 6"), e.getMessage());
         } finally {

@@ -36,7 +36,8 @@ class ArgumentValidationTest {
 
     private static void fails(Class<? extends Throwable> type, String fragment, Executable call) {
         Throwable t = assertThrows(type, call);
-        assertTrue(t.getMessage().contains(fragment), () -> "message '" + t.getMessage() + "' should mention '" + fragment + "'");
+        assertTrue(t.getMessage().contains(fragment), () ->
+                "message '" + t.getMessage() + "' should mention '" + fragment + "'");
     }
 
     @Test
@@ -51,7 +52,8 @@ class ArgumentValidationTest {
         Arena other = Arena.ofConfined();
         MemorySegment s = other.allocate(64, 8);
         other.close();
-        fails(IllegalStateException.class, "arena is closed", () -> c.allReduce(s, s, 4, DataType.FLOAT32, ReduceOp.SUM));
+        fails(IllegalStateException.class, "arena is closed", () ->
+                c.allReduce(s, s, 4, DataType.FLOAT32, ReduceOp.SUM));
     }
 
     @Test
@@ -63,45 +65,52 @@ class ArgumentValidationTest {
     @Test
     void heapSegment() {
         MemorySegment s = MemorySegment.ofArray(new float[4]);
-        fails(IllegalArgumentException.class, "heap segment", () -> c.allReduce(s, s, 4, DataType.FLOAT32, ReduceOp.SUM));
+        fails(IllegalArgumentException.class, "heap segment", () ->
+                c.allReduce(s, s, 4, DataType.FLOAT32, ReduceOp.SUM));
     }
 
     @Test
     void readOnlyReceive() {
         MemorySegment s = arena.allocate(16, 8);
-        fails(IllegalArgumentException.class, "read-only", () -> c.allReduce(s, s.asReadOnly(), 4, DataType.FLOAT32, ReduceOp.SUM));
+        fails(IllegalArgumentException.class, "read-only", () ->
+                c.allReduce(s, s.asReadOnly(), 4, DataType.FLOAT32, ReduceOp.SUM));
     }
 
     @Test
     void negativeCount() {
         MemorySegment s = arena.allocate(16, 8);
-        fails(IllegalArgumentException.class, "count must be >= 0", () -> c.allReduce(s, s, -1, DataType.FLOAT32, ReduceOp.SUM));
+        fails(IllegalArgumentException.class, "count must be >= 0", () ->
+                c.allReduce(s, s, -1, DataType.FLOAT32, ReduceOp.SUM));
     }
 
     @Test
     void overflowingCount() {
         MemorySegment s = arena.allocate(16, 8);
-        fails(IllegalArgumentException.class, "overflows", () -> c.reduceScatter(s, s, Long.MAX_VALUE / 2, DataType.FLOAT32, ReduceOp.SUM));
+        fails(IllegalArgumentException.class, "overflows", () ->
+                c.reduceScatter(s, s, Long.MAX_VALUE / 2, DataType.FLOAT32, ReduceOp.SUM));
     }
 
     @Test
     void rootOutOfRange() {
         MemorySegment s = arena.allocate(16, 8);
         fails(IllegalArgumentException.class, "root 2 is not a rank", () -> c.broadcast(s, s, 4, DataType.FLOAT32, 2));
-        fails(IllegalArgumentException.class, "root -1 is not a rank", () -> c.reduce(s, s, 4, DataType.FLOAT32, ReduceOp.SUM, -1));
+        fails(IllegalArgumentException.class, "root -1 is not a rank", () ->
+                c.reduce(s, s, 4, DataType.FLOAT32, ReduceOp.SUM, -1));
     }
 
     @Test
     void partiallyOverlappingBuffers() {
         MemorySegment s = arena.allocate(64, 8);
-        fails(IllegalArgumentException.class, "overlap", () -> c.allReduce(s.asSlice(0, 32), s.asSlice(16, 32), 8, DataType.FLOAT32, ReduceOp.SUM));
+        fails(IllegalArgumentException.class, "overlap", () ->
+                c.allReduce(s.asSlice(0, 32), s.asSlice(16, 32), 8, DataType.FLOAT32, ReduceOp.SUM));
     }
 
     @Test
     void inPlaceReduceScatterMustUseOwnBlock() {
         MemorySegment s = arena.allocate(64, 8);
         // rank 0's block is bytes [0, 32); bytes [32, 64) is rank 1's.
-        fails(IllegalArgumentException.class, "not block 0", () -> c.reduceScatter(s, s.asSlice(32, 32), 8, DataType.FLOAT32, ReduceOp.SUM));
+        fails(IllegalArgumentException.class, "not block 0", () ->
+                c.reduceScatter(s, s.asSlice(32, 32), 8, DataType.FLOAT32, ReduceOp.SUM));
     }
 
     @Test
@@ -115,7 +124,8 @@ class ArgumentValidationTest {
     @Test
     void asyncCallsValidateBeforeQueueing() {
         MemorySegment small = arena.allocate(8, 8);
-        fails(IllegalArgumentException.class, "fewer than", () -> c.allReduceAsync(small, small, 4, DataType.FLOAT32, ReduceOp.SUM));
+        fails(IllegalArgumentException.class, "fewer than", () ->
+                c.allReduceAsync(small, small, 4, DataType.FLOAT32, ReduceOp.SUM));
     }
 
     @Test

@@ -121,7 +121,8 @@ class CollectiveContractTest {
     }
 
     static String tag(Communicator c, String what, long count, DataType type, ReduceOp op) {
-        return what + " rank " + c.rank() + "/" + c.size() + " count " + count + " " + type.canonicalName() + (op == null ? "" : " " + op);
+        return what + " rank " + c.rank() + "/" + c.size() + " count " + count + " " + type.canonicalName()
+                + (op == null ? "" : " " + op);
     }
 
     static void allReduce(Communicator c, Arena arena, long count, DataType type, ReduceOp op, List<String> failures) {
@@ -131,12 +132,14 @@ class CollectiveContractTest {
         MemorySegment recv = arena.allocate(Math.max(1, bytes), 64);
         Reference.fill(send, 0, count, c.rank(), type, op);
         c.allReduce(send, recv, count, type, op);
-        addIfWrong(failures, Reference.check(recv, 0, count, n, type, op, tag(c, "allreduce out-of-place", count, type, op)));
+        addIfWrong(failures, Reference.check(recv, 0, count, n, type, op, tag(c, "allreduce out-of-place", count, type,
+                op)));
         // In place, from a buffer of the communicator's allocator (zero-copy path on shm).
         MemorySegment buf = c.allocate(bytes);
         Reference.fill(buf, 0, count, c.rank(), type, op);
         c.allReduce(buf, count, type, op);
-        addIfWrong(failures, Reference.check(buf, 0, count, n, type, op, tag(c, "allreduce in-place", count, type, op)));
+        addIfWrong(failures, Reference.check(buf, 0, count, n, type, op, tag(c, "allreduce in-place", count, type,
+                op)));
         c.free(buf);
     }
 
@@ -144,7 +147,8 @@ class CollectiveContractTest {
         return count == LARGE ? (count + n - 1) / n : count;
     }
 
-    static void reduceScatter(Communicator c, Arena arena, long count, DataType type, ReduceOp op, List<String> failures) {
+    static void reduceScatter(Communicator c, Arena arena, long count, DataType type, ReduceOp op,
+            List<String> failures) {
         int n = c.size();
         long block = blockCount(count, n);
         long e = type.byteSize();
@@ -153,15 +157,18 @@ class CollectiveContractTest {
         // Element j of block b has global index b*block + j.
         Reference.fill(send, 0, n * block, c.rank(), type, op);
         c.reduceScatter(send, recv, block, type, op);
-        addIfWrong(failures, checkBlock(recv, c.rank() * block, block, n, type, op, tag(c, "reducescatter out-of-place", block, type, op)));
+        addIfWrong(failures, checkBlock(recv, c.rank() * block, block, n, type, op, tag(c, "reducescatter out-of-place",
+                block, type, op)));
         // In place: recv is block rank of send.
         Reference.fill(send, 0, n * block, c.rank(), type, op);
         MemorySegment own = send.asSlice(c.rank() * block * e, block * e);
         c.reduceScatter(send, own, block, type, op);
-        addIfWrong(failures, checkBlock(own, c.rank() * block, block, n, type, op, tag(c, "reducescatter in-place", block, type, op)));
+        addIfWrong(failures, checkBlock(own, c.rank() * block, block, n, type, op, tag(c, "reducescatter in-place",
+                block, type, op)));
     }
 
-    private static String checkBlock(MemorySegment s, long firstIndex, long count, int n, DataType type, ReduceOp op, String what) {
+    private static String checkBlock(MemorySegment s, long firstIndex, long count, int n, DataType type, ReduceOp op,
+            String what) {
         for (long j = 0; j < count; j++) {
             double want = Reference.expected(firstIndex + j, n, type, op);
             double got = type.getAsDouble(s, 0, j);
@@ -216,13 +223,15 @@ class CollectiveContractTest {
         MemorySegment recv = arena.allocate(Math.max(1, bytes), 64);
         Reference.fill(send, 0, count, root, type, ReduceOp.SUM);
         c.broadcast(send, recv, count, type, root);
-        addIfWrong(failures, checkRankValues(recv, count, root, type, tag(c, "broadcast from " + root, count, type, null)));
+        addIfWrong(failures, checkRankValues(recv, count, root, type, tag(c, "broadcast from " + root, count, type,
+                null)));
         MemorySegment buf = c.allocate(bytes);
         if (c.rank() == root) {
             Reference.fill(buf, 0, count, root, type, ReduceOp.SUM);
         }
         c.broadcast(buf, count, type, root);
-        addIfWrong(failures, checkRankValues(buf, count, root, type, tag(c, "broadcast in-place from " + root, count, type, null)));
+        addIfWrong(failures, checkRankValues(buf, count, root, type, tag(c, "broadcast in-place from " + root, count,
+                type, null)));
         c.free(buf);
     }
 
@@ -246,12 +255,14 @@ class CollectiveContractTest {
         Reference.fill(send, 0, count, c.rank(), type, op);
         c.reduce(send, recv, count, type, op, root);
         if (c.rank() == root) {
-            addIfWrong(failures, Reference.check(recv, 0, count, n, type, op, tag(c, "reduce to " + root, count, type, op)));
+            addIfWrong(failures, Reference.check(recv, 0, count, n, type, op, tag(c, "reduce to " + root, count, type,
+                    op)));
         }
         Reference.fill(send, 0, count, c.rank(), type, op);
         c.reduce(send, send, count, type, op, root);
         if (c.rank() == root) {
-            addIfWrong(failures, Reference.check(send, 0, count, n, type, op, tag(c, "reduce in-place to " + root, count, type, op)));
+            addIfWrong(failures, Reference.check(send, 0, count, n, type, op, tag(c, "reduce in-place to " + root,
+                    count, type, op)));
         }
     }
 

@@ -74,7 +74,8 @@ class ConcurrentAllReduceTest {
         assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures);
     }
 
-    /** With each all-reduce algorithm selected on 3 and 4 ranks (rhd, butterfly, reduce-bcast are not stage-aligned on 3). */
+    /** With each all-reduce algorithm selected on 3 and 4 ranks (rhd, butterfly, reduce-bcast are not stage-aligned on
+     * 3). */
     @Test
     void everySelectedAlgorithmGivesTheReference() {
         for (int n : new int[]{3, 4}) {
@@ -84,7 +85,8 @@ class ConcurrentAllReduceTest {
                 RankThreads.run(comms, c -> {
                     try (Arena arena = Arena.ofShared()) {
                         for (String name : Algorithms.namesFor(Collective.ALL_REDUCE)) {
-                            if (Algorithms.get(name).unsupported(Planner.scheduleFor(c, Collective.ALL_REDUCE, 1, DataType.FLOAT32, 0)
+                            if (Algorithms.get(name).unsupported(Planner.scheduleFor(c, Collective.ALL_REDUCE, 1,
+                                    DataType.FLOAT32, 0)
                                     .problem()) != null) {
                                 continue;
                             }
@@ -108,19 +110,22 @@ class ConcurrentAllReduceTest {
             Communicator c = comms.getFirst();
             MemorySegment s = arena.allocate(64, 8);
             assertThrows(IllegalArgumentException.class,
-                    () -> c.allReduceConcurrently(List.of(s, s.asSlice(16)), new long[]{8, 4}, DataType.FLOAT32, ReduceOp.SUM));
+                    () -> c.allReduceConcurrently(List.of(s, s.asSlice(16)), new long[]{8, 4}, DataType.FLOAT32,
+                            ReduceOp.SUM));
             assertThrows(IllegalArgumentException.class,
                     () -> c.allReduceConcurrently(List.of(s), new long[]{1, 1}, DataType.FLOAT32, ReduceOp.SUM));
             assertThrows(IllegalArgumentException.class,
                     () -> c.allReduceConcurrently(List.of(s), new long[]{17}, DataType.FLOAT32, ReduceOp.SUM));
             // Adjacent, not overlapping: fine.
-            c.allReduceConcurrently(List.of(s.asSlice(0, 16), s.asSlice(16)), new long[]{4, 12}, DataType.FLOAT32, ReduceOp.SUM);
+            c.allReduceConcurrently(List.of(s.asSlice(0, 16), s.asSlice(16)), new long[]{4, 12}, DataType.FLOAT32,
+                    ReduceOp.SUM);
         } finally {
             RankThreads.closeAll(comms);
         }
     }
 
-    private static void check(Communicator c, Arena arena, long[] counts, DataType type, ReduceOp op, List<String> failures) {
+    private static void check(Communicator c, Arena arena, long[] counts, DataType type, ReduceOp op,
+            List<String> failures) {
         int n = c.size();
         List<MemorySegment> buffers = new ArrayList<>();
         for (int j = 0; j < counts.length; j++) {
@@ -136,10 +141,12 @@ class ConcurrentAllReduceTest {
             for (long i = 0; i < counts[j]; i++) {
                 double want = Reference.expected(i + j * SHIFT, n, type, op);
                 double got = type.getAsDouble(b, 0, i);
-                boolean ok = type.isFloatingPoint() ? Math.abs(got - want) <= Reference.tolerance(type) * Math.max(1, Math.abs(want)) : got == want;
+                boolean ok = type.isFloatingPoint() ? Math.abs(got - want) <= Reference.tolerance(type)
+                        * Math.max(1, Math.abs(want)) : got == want;
                 if (!ok) {
                     failures.add("rank " + c.rank() + "/" + n + " " + type.canonicalName() + " " + op + " counts "
-                            + Arrays.toString(counts) + ": buffer " + j + " element " + i + " is " + got + ", expected " + want);
+                            + Arrays.toString(counts) + ": buffer " + j + " element " + i + " is " + got + ", expected "
+                            + want);
                     break;
                 }
             }

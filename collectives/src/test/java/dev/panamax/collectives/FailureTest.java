@@ -32,7 +32,8 @@ class FailureTest {
                 }
             }));
             assertTrue(thrown instanceof CollectiveException, () -> "got " + thrown);
-            assertTrue(thrown.getMessage().contains("mismatched counts") || thrown.getMessage().contains("timed out"), thrown::getMessage);
+            assertTrue(thrown.getMessage().contains("mismatched counts") || thrown.getMessage().contains("timed out"),
+                    thrown::getMessage);
         } finally {
             RankThreads.closeAll(comms);
         }

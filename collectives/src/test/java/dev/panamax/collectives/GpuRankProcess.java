@@ -48,7 +48,8 @@ public final class GpuRankProcess {
                     a.slice(0, count * 4).copyToHost(hs);
                     for (long i = 0; i < count; i++) {
                         float want = n * (n + 1) / 2f + n * (i % 7);
-                        check(hs.getAtIndex(ValueLayout.JAVA_FLOAT, i) == want, algorithm, "float32 sum", count, i, want,
+                        check(hs.getAtIndex(ValueLayout.JAVA_FLOAT, i) == want, algorithm, "float32 sum", count, i,
+                                want,
                                 hs.getAtIndex(ValueLayout.JAVA_FLOAT, i));
                     }
                     // float32 AVG into a view at an offset of another allocation (exported by handle and offset)
@@ -58,7 +59,8 @@ public final class GpuRankProcess {
                     out.copyToHost(hs);
                     for (long i = 0; i < count; i++) {
                         float want = (n + 1) / 2f + (i % 7);
-                        check(Math.abs(hs.getAtIndex(ValueLayout.JAVA_FLOAT, i) - want) <= 1e-5f * want, algorithm, "float32 avg", count, i,
+                        check(Math.abs(hs.getAtIndex(ValueLayout.JAVA_FLOAT, i) - want) <= 1e-5f * want, algorithm,
+                                "float32 avg", count, i,
                                 want, hs.getAtIndex(ValueLayout.JAVA_FLOAT, i));
                     }
                     // int32 MAX in place: element i of rank q is (q * 7919 + i * 31) % 1009
@@ -95,7 +97,8 @@ public final class GpuRankProcess {
 
     private static void check(boolean ok, String algorithm, String what, long count, long i, Object want, Object got) {
         if (!ok) {
-            System.out.println("FAILED " + algorithm + " " + what + " count " + count + ": element " + i + " is " + got + ", expected " + want);
+            System.out.println("FAILED " + algorithm + " " + what + " count " + count + ": element " + i + " is " + got
+                    + ", expected " + want);
             System.exit(5);
         }
     }

@@ -22,21 +22,24 @@ class LaunchConfigTest {
 
     @Test
     void torchrunVariables() {
-        LaunchConfig c = of(Map.of("RANK", "1", "WORLD_SIZE", "2", "LOCAL_RANK", "1", "MASTER_ADDR", "host", "MASTER_PORT", "29501"));
+        LaunchConfig c = of(Map.of("RANK", "1", "WORLD_SIZE", "2", "LOCAL_RANK", "1", "MASTER_ADDR", "host",
+                "MASTER_PORT", "29501"));
         assertEquals(new LaunchConfig(1, 2, 1, "host", 29501), c);
     }
 
     @Test
     void openMpiAndSlurmVariables() {
         assertEquals(new LaunchConfig(3, 8, 1, "127.0.0.1", LaunchConfig.DEFAULT_MASTER_PORT),
-                of(Map.of("OMPI_COMM_WORLD_RANK", "3", "OMPI_COMM_WORLD_SIZE", "8", "OMPI_COMM_WORLD_LOCAL_RANK", "1")));
+                of(Map.of("OMPI_COMM_WORLD_RANK", "3", "OMPI_COMM_WORLD_SIZE", "8", "OMPI_COMM_WORLD_LOCAL_RANK",
+                        "1")));
         assertEquals(new LaunchConfig(5, 6, 2, "127.0.0.1", LaunchConfig.DEFAULT_MASTER_PORT),
                 of(Map.of("SLURM_PROCID", "5", "SLURM_NTASKS", "6", "SLURM_LOCALID", "2")));
     }
 
     @Test
     void panamaxWinsOverOthersAndPropertiesOverEnvironment() {
-        Map<String, String> env = Map.of("PANAMAX_RANK", "0", "RANK", "1", "PANAMAX_WORLD_SIZE", "2", "WORLD_SIZE", "2");
+        Map<String, String> env = Map.of("PANAMAX_RANK", "0", "RANK", "1", "PANAMAX_WORLD_SIZE", "2", "WORLD_SIZE",
+                "2");
         assertEquals(0, of(env).rank());
         assertEquals(1, LaunchConfig.from(env, n -> n.equals("PANAMAX_RANK") ? "1" : null).rank());
     }

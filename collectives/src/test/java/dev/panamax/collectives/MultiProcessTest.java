@@ -39,7 +39,8 @@ class MultiProcessTest {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<Rank> ranks = new ArrayList<>();
         for (int r = 0; r < n; r++) {
-            List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "--add-modules", "jdk.incubator.vector",
+            List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "--add-modules",
+                    "jdk.incubator.vector",
                     "-cp", System.getProperty("java.class.path"), RankProcess.class.getName()));
             cmd.addAll(List.of(args));
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
@@ -54,7 +55,8 @@ class MultiProcessTest {
             CompletableFuture<List<String>> out = new CompletableFuture<>();
             // One reader thread per rank (the common pool may have a single thread on small machines).
             Thread.ofPlatform().daemon().start(() -> {
-                try (BufferedReader br = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                try (BufferedReader br = new BufferedReader(new InputStreamReader(p.getInputStream(),
+                        StandardCharsets.UTF_8))) {
                     br.lines().forEach(lines::add);
                 } catch (IOException e) {
                     lines.add("IO " + e);
@@ -68,8 +70,10 @@ class MultiProcessTest {
 
     private static Set<String> shmEntries() throws IOException {
         try (Stream<Path> s = Files.list(Path.of("/dev/shm"))) {
-            // Benchmarks running beside the tests keep their own lockstep counters files there: only transport state counts.
-            return s.map(p -> p.getFileName().toString()).filter(f -> f.contains("panamax") && !f.startsWith("panamax-bench"))
+            // Benchmarks running beside the tests keep their own lockstep counters files there: only transport state
+            // counts.
+            return s.map(p -> p.getFileName().toString())
+                    .filter(f -> f.contains("panamax") && !f.startsWith("panamax-bench"))
                     .collect(Collectors.toSet());
         }
     }
@@ -83,7 +87,8 @@ class MultiProcessTest {
     }
 
     /** {@code n} rank processes all-reduce {@code count} floats {@code iterations} times and check every element. */
-    static void processesAllReduce(int n, String transport, String buffers, int iterations, long count) throws Exception {
+    static void processesAllReduce(int n, String transport, String buffers, int iterations,
+            long count) throws Exception {
         processesAllReduce(n, transport, buffers, iterations, count, 60);
     }
 
@@ -91,9 +96,11 @@ class MultiProcessTest {
      * As above, with the ranks' timeout (rendezvous included) in seconds. A failure shows every
      * rank's exit status and output: the rank that reports is often not the one that failed.
      */
-    static void processesAllReduce(int n, String transport, String buffers, int iterations, long count, int timeoutSeconds)
+    static void processesAllReduce(int n, String transport, String buffers, int iterations, long count,
+            int timeoutSeconds)
             throws Exception {
-        List<Rank> ranks = launch(n, transport, Integer.toString(iterations), Long.toString(count), Integer.toString(timeoutSeconds), buffers);
+        List<Rank> ranks = launch(n, transport, Integer.toString(iterations), Long.toString(count),
+                Integer.toString(timeoutSeconds), buffers);
         boolean ok = true;
         StringBuilder report = new StringBuilder();
         for (int r = 0; r < n; r++) {
@@ -115,7 +122,8 @@ class MultiProcessTest {
     void panamaxNodeGroupsRanksIntoSharedMemoryNodes() throws Exception {
         // Ranks 0,1 on node "a" and 2,3 on node "b": shared memory inside a node, TCP between nodes.
         List<Rank> ranks = launch(4, r -> Map.of("PANAMAX_NODE", r < 2 ? "a" : "b"), "auto", "3", "1048579", "60");
-        String[] want = {"LINKS self shm tcp tcp", "LINKS shm self tcp tcp", "LINKS tcp tcp self shm", "LINKS tcp tcp shm self"};
+        String[] want = {"LINKS self shm tcp tcp", "LINKS shm self tcp tcp", "LINKS tcp tcp self shm",
+                "LINKS tcp tcp shm self"};
         for (int r = 0; r < 4; r++) {
             Rank rank = ranks.get(r);
             assertTrue(rank.process().waitFor(120, TimeUnit.SECONDS), "a rank did not finish");
@@ -170,7 +178,8 @@ class MultiProcessTest {
             boolean someoneNamedRank2 = false;
             for (int r = 0; r < 4; r++) {
                 if (r != 2) {
-                    someoneNamedRank2 |= ranks.get(r).output().get().stream().anyMatch(s -> s.startsWith("PEER_FAILED 2 "));
+                    someoneNamedRank2 |= ranks.get(r).output().get().stream()
+                            .anyMatch(s -> s.startsWith("PEER_FAILED 2 "));
                 }
             }
             assertTrue(someoneNamedRank2, "no rank named the killed rank 2");

@@ -32,7 +32,8 @@ class PointToPointTest {
         c.allToAll(send, recv, count, type);
         for (int r = 0; r < n; r++) {
             for (long j = 0; j < count; j++) {
-                double want = type.getAsDouble(CollectiveContractTest.valueSegment(r, c.rank() * count + j, type), 0, 0);
+                double want = type.getAsDouble(CollectiveContractTest.valueSegment(r, c.rank() * count + j, type), 0,
+                        0);
                 double got = type.getAsDouble(recv, r * count * e, j);
                 if (got != want) {
                     failures.add("alltoall rank " + c.rank() + "/" + n + " count " + count + " " + type.canonicalName()
@@ -96,7 +97,8 @@ class PointToPointTest {
         try (Arena a = Arena.ofConfined()) {
             Communicator c = comms.get(0);
             MemorySegment buf = a.allocate(64, 8);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> c.send(buf, 1, DataType.INT64, 0));
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> c.send(buf, 1,
+                    DataType.INT64, 0));
             assertTrue(e.getMessage().contains("itself"), e.getMessage());
             e = assertThrows(IllegalArgumentException.class, () -> c.recv(buf, 1, DataType.INT64, 5));
             assertTrue(e.getMessage().contains("peer 5"), e.getMessage());
@@ -143,7 +145,8 @@ class PointToPointTest {
                         sub.allReduce(v, 1, DataType.INT64, ReduceOp.SUM);
                         long want = c.rank() % 2 == 1 ? 1 + 3 : 2 + 4;
                         if (v.get(ValueLayout.JAVA_LONG, 0) != want) {
-                            failures.add("rank " + c.rank() + ": sub all-reduce gave " + v.get(ValueLayout.JAVA_LONG, 0));
+                            failures.add("rank " + c.rank() + ": sub all-reduce gave "
+                                    + v.get(ValueLayout.JAVA_LONG, 0));
                         }
                     }
                 }
@@ -152,7 +155,8 @@ class PointToPointTest {
                     v.set(ValueLayout.JAVA_LONG, 0, 1);
                     c.allReduce(v, 1, DataType.INT64, ReduceOp.SUM);
                     if (v.get(ValueLayout.JAVA_LONG, 0) != n) {
-                        failures.add("rank " + c.rank() + ": parent all-reduce after split gave " + v.get(ValueLayout.JAVA_LONG, 0));
+                        failures.add("rank " + c.rank() + ": parent all-reduce after split gave "
+                                + v.get(ValueLayout.JAVA_LONG, 0));
                     }
                 }
                 if (sub != null) {

@@ -16,7 +16,8 @@ final class Ranks {
     /** Collective timeout used by tests: short, so that a bug fails fast instead of hanging. */
     static final Duration TIMEOUT = Duration.ofSeconds(20);
 
-    /** The transports of the contract suite (VERBS needs an RDMA device and runs only where asked for, see {@link #selected}). */
+    /** The transports of the contract suite (VERBS needs an RDMA device and runs only where asked for, see {@link
+     * #selected}). */
     enum Transport {
         LOCAL, SHM, TCP, VERBS;
 

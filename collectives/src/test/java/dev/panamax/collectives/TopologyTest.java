@@ -40,13 +40,16 @@ class TopologyTest {
 
     @Test
     void badSpecsNameWhatIsWrong() {
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> Topology.parse("3xa")).getMessage().contains("'a'"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> Topology.parse("3xa")).getMessage()
+                .contains("'a'"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> Topology.parse("2x2:bw=1G")).getMessage()
                 .contains("1 values for 2 levels"));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> Topology.parse("2x2:speed=1,2")).getMessage()
                 .contains("unknown key"));
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> Topology.parse("2x0")).getMessage().contains(">= 1"));
-        assertTrue(assertThrows(IllegalArgumentException.class, () -> new Topology(Topology.of(2, 2).levelList(), new int[] {0, 1, 1, 3}))
+        assertTrue(assertThrows(IllegalArgumentException.class, () -> Topology.parse("2x0")).getMessage()
+                .contains(">= 1"));
+        assertTrue(assertThrows(IllegalArgumentException.class, () ->
+                new Topology(Topology.of(2, 2).levelList(), new int[] {0, 1, 1, 3}))
                 .getMessage().contains("permutation"));
     }
 

@@ -61,7 +61,8 @@ class ValidationTest {
                     }
                     c.allReduce(buf, 10, DataType.FLOAT64, ReduceOp.SUM);
                     if (buf.getAtIndex(ValueLayout.JAVA_DOUBLE, 9) != 6.0) {
-                        messages.add("rank " + c.rank() + ": the matching call after the mismatches gave " + buf.getAtIndex(ValueLayout.JAVA_DOUBLE, 9));
+                        messages.add("rank " + c.rank() + ": the matching call after the mismatches gave "
+                                + buf.getAtIndex(ValueLayout.JAVA_DOUBLE, 9));
                     }
                 }
             });
@@ -73,8 +74,10 @@ class ValidationTest {
             assertTrue(m.contains("calls disagree"), m);
             assertTrue(m.contains("rank 0: allreduce float64") && m.contains("rank 2: "), m);
         }
-        assertTrue(messages.stream().anyMatch(m -> m.contains("rank 2: allreduce float64 sum count 11")), messages::toString);
-        assertTrue(messages.stream().anyMatch(m -> m.contains("rank 2: broadcast float64 count 10 root 0")), messages::toString);
+        assertTrue(messages.stream().anyMatch(m -> m.contains("rank 2: allreduce float64 sum count 11")),
+                messages::toString);
+        assertTrue(messages.stream().anyMatch(m -> m.contains("rank 2: broadcast float64 count 10 root 0")),
+                messages::toString);
     }
 
     /**
@@ -87,7 +90,8 @@ class ValidationTest {
         int n = 6;
         long count = 10_007;
         for (String alg : Algorithms.namesFor(Collective.ALL_REDUCE)) {
-            Topology t = List.of("blueconnect", "mdring", "two-level").contains(alg) ? Topology.of(2, 3) : Topology.flat(n);
+            Topology t = List.of("blueconnect", "mdring", "two-level").contains(alg) ? Topology.of(2, 3)
+                    : Topology.flat(n);
             List<long[]> results = Collections.synchronizedList(new ArrayList<>());
             for (int run = 0; run < 3; run++) {
                 int seed = run;
@@ -100,7 +104,8 @@ class ValidationTest {
                         try (Arena a = Arena.ofShared()) {
                             MemorySegment buf = a.allocate(4 * count, 4);
                             for (long i = 0; i < count; i++) {
-                                buf.setAtIndex(ValueLayout.JAVA_FLOAT, i, (float) (rnd.nextGaussian() * Math.pow(10, rnd.nextInt(8) - 4)));
+                                buf.setAtIndex(ValueLayout.JAVA_FLOAT, i,
+                                        (float) (rnd.nextGaussian() * Math.pow(10, rnd.nextInt(8) - 4)));
                             }
                             Thread.sleep(new Random(seed * 31L + c.rank()).nextInt(20));
                             c.allReduce(buf, count, DataType.FLOAT32, ReduceOp.SUM);
@@ -132,7 +137,8 @@ class ValidationTest {
             c.setTopology(Topology.parse("2x2:bw=10G,10M:alpha=1us,1ms"));
             assertEquals(flat, Planner.scheduleFor(c, Collective.ALL_REDUCE, 1 << 20, DataType.FLOAT32, 0).algorithm());
             c.setDeterministic(false);
-            assertTrue(Planner.scheduleFor(c, Collective.ALL_REDUCE, 1 << 20, DataType.FLOAT32, 0).algorithm().startsWith("blueconnect"),
+            assertTrue(Planner.scheduleFor(c, Collective.ALL_REDUCE, 1 << 20, DataType.FLOAT32, 0).algorithm()
+                    .startsWith("blueconnect"),
                     "the planner should use the slow outer level when not deterministic");
         } finally {
             RankThreads.closeAll(comms);

@@ -53,7 +53,8 @@ class VerbsTransportTest {
 
     @AfterEach
     void report(TestInfo test) {
-        System.err.printf("VerbsTransportTest: %s took %.1f s%n", test.getDisplayName(), (System.nanoTime() - startNanos) / 1e9);
+        System.err.printf("VerbsTransportTest: %s took %.1f s%n", test.getDisplayName(),
+                (System.nanoTime() - startNanos) / 1e9);
     }
 
     @AfterAll

@@ -24,7 +24,8 @@ public record IpcMemoryHandle(byte[] bytes) {
             throw new NullPointerException("bytes");
         }
         if (bytes.length != BYTE_SIZE) {
-            throw new IllegalArgumentException("a CUDA IPC memory handle has " + BYTE_SIZE + " bytes, not " + bytes.length);
+            throw new IllegalArgumentException("a CUDA IPC memory handle has " + BYTE_SIZE + " bytes, not "
+                    + bytes.length);
         }
         bytes = bytes.clone();
     }

@@ -60,7 +60,8 @@ public final class Nccl {
         return Init.CAUSE;
     }
 
-    /** The library's version code ({@code ncclGetVersion}), {@code NCCL_VERSION(major, minor, patch)}: 22805 for 2.28.5. */
+    /** The library's version code ({@code ncclGetVersion}), {@code NCCL_VERSION(major, minor, patch)}: 22805 for
+     * 2.28.5. */
     public static int version() {
         requireAvailable();
         return Init.VERSION;

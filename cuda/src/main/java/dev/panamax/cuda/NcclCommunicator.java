@@ -123,13 +123,15 @@ public final class NcclCommunicator implements AutoCloseable {
                 if (handle.address() != 0) {
                     int arc = nccl_h.ncclCommAbort(handle);
                     if (arc != nccl_h.ncclSuccess() && arc != nccl_h.ncclInProgress()) {
-                        e.addSuppressed(NcclCalls.error("ncclCommAbort(rank " + rank + " of " + size + ")", arc, handle));
+                        e.addSuppressed(NcclCalls.error("ncclCommAbort(rank " + rank + " of " + size + ")", arc,
+                                handle));
                     }
                 }
                 throw e;
             }
             if (handle.address() == 0) {
-                throw new IllegalStateException(call + " returned " + NcclCalls.resultName(rc) + " but no communicator");
+                throw new IllegalStateException(call + " returned " + NcclCalls.resultName(rc)
+                        + " but no communicator");
             }
         }
         NcclCommunicator c = new NcclCommunicator(context, rank, size, handle, timeout);
@@ -236,7 +238,8 @@ public final class NcclCommunicator implements AutoCloseable {
         }
         requireBuffer(recv, bytes, "recv");
         requireStream(stream);
-        enqueue(() -> nccl_h.ncclBroadcast(pointerOrNull(send), pointer(recv), count, NcclCalls.dataType(type), root, comm,
+        enqueue(() -> nccl_h.ncclBroadcast(pointerOrNull(send), pointer(recv), count, NcclCalls.dataType(type), root,
+                comm,
                 stream.rawHandle()),
                 () -> "ncclBroadcast(count " + count + ", " + type.canonicalName() + ", root " + root + ", "
                 + this + ")");
@@ -278,7 +281,8 @@ public final class NcclCommunicator implements AutoCloseable {
                 () -> "ncclSend(count " + count + ", " + type.canonicalName() + ", peer " + peer + ", " + this + ")");
     }
 
-    /** Receives {@code count} elements from rank {@code peer} into {@code buffer} ({@code ncclRecv}); see {@link #send}. */
+    /** Receives {@code count} elements from rank {@code peer} into {@code buffer} ({@code ncclRecv}); see {@link
+     * #send}. */
     public void recv(DeviceMemory buffer, long count, DataType type, int peer, CudaStream stream) {
         requireUsable();
         Objects.requireNonNull(type, "type");
@@ -365,7 +369,8 @@ public final class NcclCommunicator implements AutoCloseable {
                         return;
                     }
                 } else if (s != nccl_h.ncclInProgress()) {
-                    throw failAndAbort(NcclCalls.error("await(" + stream + ", " + this + "): asynchronous error", s, comm));
+                    throw failAndAbort(NcclCalls.error("await(" + stream + ", " + this + "): asynchronous error", s,
+                            comm));
                 }
                 if (System.nanoTime() - start >= limit) {
                     throw failAndAbort(NcclCalls.timeout("await(" + stream + ", " + this + ") did not finish within "
@@ -431,7 +436,8 @@ public final class NcclCommunicator implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             int s = queryState(arena.allocate(ValueLayout.JAVA_INT));
             if (s != nccl_h.ncclSuccess() && s != nccl_h.ncclInProgress()) {
-                throw failAndAbort(NcclCalls.error("ncclCommGetAsyncError(" + this + ") before ncclCommDestroy", s, comm));
+                throw failAndAbort(NcclCalls.error("ncclCommGetAsyncError(" + this + ") before ncclCommDestroy", s,
+                        comm));
             }
         }
         release(false, "closed");
@@ -501,7 +507,8 @@ public final class NcclCommunicator implements AutoCloseable {
 
     // ---- calls ----
 
-    /** Waits until an operation that returned ncclInProgress has been issued (outside the lock: abort stays possible). */
+    /** Waits until an operation that returned ncclInProgress has been issued (outside the lock: abort stays possible).
+     * */
     private void settlePending() {
         if (pending) {
             waitUntilReady("pending operation of " + this, timeout);
@@ -589,7 +596,8 @@ public final class NcclCommunicator implements AutoCloseable {
 
     private void requireRank(int r, String what) {
         if (r < 0 || r >= size) {
-            throw new IllegalArgumentException(what + " " + r + " is not a rank of " + this + " (0.." + (size - 1) + ")");
+            throw new IllegalArgumentException(what + " " + r + " is not a rank of " + this + " (0.." + (size - 1)
+                    + ")");
         }
     }
 
@@ -606,7 +614,8 @@ public final class NcclCommunicator implements AutoCloseable {
         try {
             return Math.multiplyExact(Math.multiplyExact(count, (long) blocks), (long) type.byteSize());
         } catch (ArithmeticException e) {
-            throw new IllegalArgumentException(what + " " + count + " of " + type.canonicalName() + " overflows a byte size");
+            throw new IllegalArgumentException(what + " " + count + " of " + type.canonicalName()
+                    + " overflows a byte size");
         }
     }
 

@@ -103,7 +103,8 @@ class DeviceMemoryTest {
             MemorySegment host = arena.allocate(4096);
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> memory.copyToHost(host));
             assertEquals(name + " is closed", e.getMessage());
-            assertTrue(name.startsWith("device memory 0x" + Long.toHexString(memory.address()) + " (4096 bytes)"), name);
+            assertTrue(name.startsWith("device memory 0x" + Long.toHexString(memory.address()) + " (4096 bytes)"),
+                    name);
             IllegalStateException v = assertThrows(IllegalStateException.class, () -> view.fill((byte) 0));
             assertTrue(v.getMessage().startsWith("view [16, +32) of " + name), v.getMessage());
             assertThrows(IllegalStateException.class, () -> memory.copyFromHost(host));

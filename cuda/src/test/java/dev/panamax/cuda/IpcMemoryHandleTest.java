@@ -21,7 +21,8 @@ class IpcMemoryHandleTest {
     @Test
     void holdsExactly64Bytes() {
         assertEquals(64, IpcMemoryHandle.BYTE_SIZE);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new IpcMemoryHandle(new byte[63]));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () ->
+                new IpcMemoryHandle(new byte[63]));
         assertEquals("a CUDA IPC memory handle has 64 bytes, not 63", e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> IpcMemoryHandle.fromBytes(new byte[65]));
         assertThrows(NullPointerException.class, () -> new IpcMemoryHandle(null));

@@ -8,7 +8,8 @@ public final class MissingLibraryMain {
     public static void main(String[] args) {
         System.out.println("available=" + Cuda.isAvailable());
         Throwable cause = Cuda.unavailabilityCause();
-        System.out.println("cause=" + (cause == null ? "null" : cause.getClass().getSimpleName() + ": " + cause.getMessage()));
+        System.out.println("cause=" + (cause == null ? "null" : cause.getClass().getSimpleName() + ": "
+                + cause.getMessage()));
         try {
             System.out.println("deviceCount=" + Cuda.deviceCount());
         } catch (IllegalStateException e) {

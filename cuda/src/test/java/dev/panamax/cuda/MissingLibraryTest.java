@@ -15,7 +15,8 @@ class MissingLibraryTest {
     @Test
     void missingLibraryIsReportedWithTheLibraryAndTheSetting() throws Exception {
         String missing = "/nonexistent/panamax/libcuda.so.1";
-        ChildJvm.Result r = ChildJvm.run(MissingLibraryMain.class, List.of("-Dpanamax.library.cuda=" + missing), List.of(),
+        ChildJvm.Result r = ChildJvm.run(MissingLibraryMain.class, List.of("-Dpanamax.library.cuda=" + missing),
+                List.of(),
                 Duration.ofSeconds(60));
         String out = r.output();
         assertEquals(0, r.exitCode(), out);

@@ -288,7 +288,8 @@ class NcclCommunicatorTest {
              Arena arena = Arena.ofConfined()) {
             for (DataType type : DataType.values()) {
                 long bytes = COUNT * type.byteSize();
-                List<MemorySegment> inputs = List.of(values(arena, type, COUNT, 8, 0), values(arena, type, COUNT, 8, 1));
+                List<MemorySegment> inputs = List.of(values(arena, type, COUNT, 8, 0), values(arena, type, COUNT, 8,
+                        1));
                 for (ReduceOp op : ReduceOp.values()) {
                     try (DeviceMemory send = upload(ctx, inputs.get(rank)); DeviceMemory recv = blank(ctx, bytes)) {
                         c.allReduce(send.slice(0, bytes), recv.slice(0, bytes), COUNT, type, op, s);

@@ -12,7 +12,8 @@ public final class NcclMissingLibraryMain {
     public static void main(String[] args) {
         System.out.println("available=" + Nccl.isAvailable());
         Throwable cause = Nccl.unavailabilityCause();
-        System.out.println("cause=" + (cause == null ? "null" : cause.getClass().getSimpleName() + ": " + cause.getMessage()));
+        System.out.println("cause=" + (cause == null ? "null" : cause.getClass().getSimpleName() + ": "
+                + cause.getMessage()));
         attempt("version", () -> Nccl.version());
         attempt("newUniqueId", Nccl::newUniqueId);
         attempt("groupStart", () -> {

@@ -15,7 +15,8 @@ class NcclMissingLibraryTest {
     @Test
     void missingLibraryIsReportedWithTheLibraryAndTheSetting() throws Exception {
         String missing = "/nonexistent/panamax/libnccl.so.2";
-        ChildJvm.Result r = ChildJvm.run(NcclMissingLibraryMain.class, List.of("-Dpanamax.library.nccl=" + missing), List.of(),
+        ChildJvm.Result r = ChildJvm.run(NcclMissingLibraryMain.class, List.of("-Dpanamax.library.nccl=" + missing),
+                List.of(),
                 Duration.ofSeconds(60));
         String out = r.output();
         assertEquals(0, r.exitCode(), out);

@@ -44,7 +44,8 @@ class NcclValidationTest {
                 () -> NcclCommunicator.create(context, 0, 0, id, SECOND)));
         assertEquals("timeout must be positive: PT0S", message(IllegalArgumentException.class,
                 () -> NcclCommunicator.create(context, 0, 1, id, Duration.ZERO)));
-        assertThrows(IllegalArgumentException.class, () -> NcclCommunicator.create(context, 0, 1, id, Duration.ofMillis(-1)));
+        assertThrows(IllegalArgumentException.class, () ->
+                NcclCommunicator.create(context, 0, 1, id, Duration.ofMillis(-1)));
         assertThrows(NullPointerException.class, () -> NcclCommunicator.create(null, 0, 1, id, SECOND));
         assertThrows(NullPointerException.class, () -> NcclCommunicator.create(context, 0, 1, null, SECOND));
         assertThrows(NullPointerException.class, () -> NcclCommunicator.create(context, 0, 1, id, null));
@@ -60,7 +61,8 @@ class NcclValidationTest {
                 () -> comm.allGather(memory, memory, -3, DataType.FLOAT32, stream)));
         assertThrows(IllegalArgumentException.class, () -> comm.send(memory, -1, DataType.INT8, 0, stream));
         assertThrows(IllegalArgumentException.class, () -> comm.recv(memory, -1, DataType.INT8, 0, stream));
-        assertEquals("count 4611686018427387904 of float32 overflows a byte size", message(IllegalArgumentException.class,
+        assertEquals("count 4611686018427387904 of float32 overflows a byte size",
+                message(IllegalArgumentException.class,
                 () -> comm.allReduce(memory, memory, 1L << 62, DataType.FLOAT32, ReduceOp.SUM, stream)));
     }
 
@@ -79,11 +81,14 @@ class NcclValidationTest {
                 + "needs 272", message(IllegalArgumentException.class,
                 () -> comm.reduceScatter(memory, memory.slice(0, 68), 17, DataType.FLOAT32, ReduceOp.SUM, stream)));
         // all-gather writes size * sendCount elements.
-        assertEquals("recv buffer view [0, +128) of device memory 0x7f2a00000000 (256 bytes) on device 0 has 128 bytes; "
+        assertEquals("recv buffer view [0, +128) of device memory 0x7f2a00000000 (256 bytes) on device 0 has 128 "
+                + "bytes; "
                 + "the operation needs 256", message(IllegalArgumentException.class,
                 () -> comm.allGather(memory.slice(0, 64), memory.slice(0, 128), 16, DataType.FLOAT32, stream)));
-        assertThrows(IllegalArgumentException.class, () -> comm.broadcast(memory, memory, 129, DataType.FLOAT16, 0, stream));
-        assertThrows(IllegalArgumentException.class, () -> comm.reduce(memory, memory, 257, DataType.UINT8, ReduceOp.SUM, 0, stream));
+        assertThrows(IllegalArgumentException.class, () ->
+                comm.broadcast(memory, memory, 129, DataType.FLOAT16, 0, stream));
+        assertThrows(IllegalArgumentException.class, () ->
+                comm.reduce(memory, memory, 257, DataType.UINT8, ReduceOp.SUM, 0, stream));
         assertThrows(IllegalArgumentException.class, () -> comm.send(memory, 33, DataType.INT64, 0, stream));
         assertThrows(IllegalArgumentException.class, () -> comm.recv(memory, 129, DataType.BFLOAT16, 0, stream));
     }
@@ -94,7 +99,8 @@ class NcclValidationTest {
                 + "device 1, not to the context of NCCL communicator rank 1 of 4 on device 0",
                 message(IllegalArgumentException.class,
                         () -> comm.allReduce(foreign, memory, 1, DataType.FLOAT32, ReduceOp.SUM, stream)));
-        assertThrows(IllegalArgumentException.class, () -> comm.allReduce(memory, foreign, 1, DataType.FLOAT32, ReduceOp.SUM, stream));
+        assertThrows(IllegalArgumentException.class, () ->
+                comm.allReduce(memory, foreign, 1, DataType.FLOAT32, ReduceOp.SUM, stream));
         assertEquals("stream 0x2100 of device 1 belongs to primary context of device 1, not to the context of NCCL "
                 + "communicator rank 1 of 4 on device 0", message(IllegalArgumentException.class,
                 () -> comm.allReduce(memory, memory, 1, DataType.FLOAT32, ReduceOp.SUM, foreignStream)));
@@ -107,7 +113,8 @@ class NcclValidationTest {
         assertEquals("root 4 is not a rank of NCCL communicator rank 1 of 4 on device 0 (0..3)",
                 message(IllegalArgumentException.class,
                         () -> comm.broadcast(memory, memory, 1, DataType.INT32, 4, stream)));
-        assertThrows(IllegalArgumentException.class, () -> comm.reduce(memory, memory, 1, DataType.INT32, ReduceOp.MIN, -1, stream));
+        assertThrows(IllegalArgumentException.class, () ->
+                comm.reduce(memory, memory, 1, DataType.INT32, ReduceOp.MIN, -1, stream));
         assertEquals("peer -1 is not a rank of NCCL communicator rank 1 of 4 on device 0 (0..3)",
                 message(IllegalArgumentException.class, () -> comm.send(memory, 1, DataType.INT32, -1, stream)));
         assertThrows(IllegalArgumentException.class, () -> comm.recv(memory, 1, DataType.INT32, 4, stream));
@@ -115,13 +122,17 @@ class NcclValidationTest {
 
     @Test
     void requiredArgumentsAreNotNull() {
-        assertThrows(NullPointerException.class, () -> comm.allReduce(null, memory, 1, DataType.FLOAT32, ReduceOp.SUM, stream));
+        assertThrows(NullPointerException.class, () ->
+                comm.allReduce(null, memory, 1, DataType.FLOAT32, ReduceOp.SUM, stream));
         assertThrows(NullPointerException.class, () -> comm.allReduce(memory, memory, 1, null, ReduceOp.SUM, stream));
-        assertThrows(NullPointerException.class, () -> comm.allReduce(memory, memory, 1, DataType.FLOAT32, null, stream));
-        assertThrows(NullPointerException.class, () -> comm.allReduce(memory, memory, 1, DataType.FLOAT32, ReduceOp.SUM, null));
+        assertThrows(NullPointerException.class, () ->
+                comm.allReduce(memory, memory, 1, DataType.FLOAT32, null, stream));
+        assertThrows(NullPointerException.class, () ->
+                comm.allReduce(memory, memory, 1, DataType.FLOAT32, ReduceOp.SUM, null));
         // The root (rank 1 here) must give what it sends in a broadcast and where it receives a reduction.
         assertThrows(NullPointerException.class, () -> comm.broadcast(null, memory, 1, DataType.INT8, 1, stream));
-        assertThrows(NullPointerException.class, () -> comm.reduce(memory, null, 1, DataType.INT8, ReduceOp.SUM, 1, stream));
+        assertThrows(NullPointerException.class, () ->
+                comm.reduce(memory, null, 1, DataType.INT8, ReduceOp.SUM, 1, stream));
         assertThrows(NullPointerException.class, () -> comm.await(stream, null));
         assertThrows(IllegalArgumentException.class, () -> comm.await(stream, Duration.ZERO));
     }

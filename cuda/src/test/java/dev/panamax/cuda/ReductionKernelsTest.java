@@ -180,7 +180,8 @@ class ReductionKernelsTest {
                         type.setFromDouble(hInout, offsets[0] * es, i, values[i / values.length]);
                         type.setFromDouble(hIn, offsets[1] * es, i, values[i % values.length]);
                     }
-                    try (DeviceMemory dInout = context.allocate(inoutBytes); DeviceMemory dIn = context.allocate(inBytes)) {
+                    try (DeviceMemory dInout = context.allocate(inoutBytes); DeviceMemory dIn =
+                            context.allocate(inBytes)) {
                         dInout.copyFromHost(hInout);
                         dIn.copyFromHost(hIn);
                         k.reduce(op, type, dInout.slice(offsets[0] * es, n * es), dIn.slice(offsets[1] * es, n * es),

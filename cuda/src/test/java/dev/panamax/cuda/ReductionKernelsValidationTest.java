@@ -73,7 +73,8 @@ class ReductionKernelsValidationTest {
         e = assertThrows(IllegalArgumentException.class,
                 () -> kernels.reduce(ReduceOp.SUM, DataType.FLOAT64, a, b.slice(4, 1024), 10, stream));
         assertTrue(e.getMessage().startsWith("in address 0x7f2a00002004 is not a multiple of 8"), e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> kernels.divide(DataType.BFLOAT16, a.slice(1, 100), 10, 3, stream));
+        assertThrows(IllegalArgumentException.class, () ->
+                kernels.divide(DataType.BFLOAT16, a.slice(1, 100), 10, 3, stream));
         // Element alignment is enough: 2-byte types at odd element offsets, bytes anywhere.
         kernels.reduce(ReduceOp.SUM, DataType.FLOAT16, a.slice(2, 100), b.slice(6, 100), 0, stream);
         kernels.reduce(ReduceOp.SUM, DataType.UINT8, a.slice(3, 100), b.slice(1, 100), 0, stream);

@@ -47,9 +47,11 @@ class ValidationTest {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment page = HostMemory.allocate(arena, 2 * HostMemory.PAGE_SIZE);
             MemorySegment unaligned = page.asSlice(1, 4096);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> context.registerHost(unaligned));
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () ->
+                    context.registerHost(unaligned));
             assertEquals("registerHost needs a page-aligned segment (4096 bytes): address 0x"
-                    + Long.toHexString(unaligned.address()) + " is not; allocate it with HostMemory.allocate", e.getMessage());
+                    + Long.toHexString(unaligned.address()) + " is not; allocate it with HostMemory.allocate",
+                    e.getMessage());
             assertThrows(IllegalArgumentException.class, () -> context.registerHost(page.asSlice(0, 0)));
         }
         MemorySegment dead;
@@ -138,7 +140,8 @@ class ValidationTest {
     void elapsedTimeNeedsTimingEvents() {
         CudaEvent timed = new CudaEvent(context, MemorySegment.ofAddress(0x3000), true);
         CudaEvent untimed = new CudaEvent(context, MemorySegment.ofAddress(0x4000), false);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> timed.elapsedMillisSince(untimed));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () ->
+                timed.elapsedMillisSince(untimed));
         assertEquals("elapsedMillisSince needs two events created with timing: event 0x4000 of device 0 was created "
                 + "without", e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> untimed.elapsedMillisSince(timed));

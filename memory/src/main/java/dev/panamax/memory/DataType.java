@@ -63,7 +63,8 @@ public enum DataType {
                 }
             }
         }
-        throw new IllegalArgumentException("unknown data type '" + name + "'; known: float32, float64, int32, int64, int8, uint8, float16, bfloat16");
+        throw new IllegalArgumentException("unknown data type '" + name
+                + "'; known: float32, float64, int32, int64, int8, uint8, float16, bfloat16");
     }
 
     /** Reads element {@code index} (counted from byte {@code offset}) widened to double. */
@@ -93,7 +94,8 @@ public enum DataType {
         };
     }
 
-    /** Writes element {@code index}, converting from double (rounding to nearest-even for floats, truncating for integers). */
+    /** Writes element {@code index}, converting from double (rounding to nearest-even for floats, truncating for
+     * integers). */
     public void setFromDouble(MemorySegment segment, long offset, long index, double value) {
         long at = offset + index * byteSize;
         switch (this) {

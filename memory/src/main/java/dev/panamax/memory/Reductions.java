@@ -132,7 +132,8 @@ public final class Reductions {
         try {
             return Math.multiplyExact(count, (long) type.byteSize());
         } catch (ArithmeticException e) {
-            throw new IllegalArgumentException("element count too large: " + count + " elements of " + type.canonicalName());
+            throw new IllegalArgumentException("element count too large: " + count + " elements of "
+                    + type.canonicalName());
         }
     }
 
@@ -146,7 +147,8 @@ public final class Reductions {
     private static void checkRange(String name, MemorySegment s, long offset, long bytes) {
         Objects.requireNonNull(s, name);
         if (offset < 0 || offset > s.byteSize() - bytes) {
-            throw new IndexOutOfBoundsException("reduction operand '" + name + "': " + bytes + " bytes at offset " + offset
+            throw new IndexOutOfBoundsException("reduction operand '" + name + "': " + bytes + " bytes at offset "
+                    + offset
                     + " exceed the segment of " + s.byteSize() + " bytes");
         }
     }

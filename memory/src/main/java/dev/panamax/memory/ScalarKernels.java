@@ -36,40 +36,56 @@ final class ScalarKernels {
 
     private static void f32(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
         switch (op) {
-            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, x.getAtIndex(F32, i) + y.getAtIndex(F32, i)); }
-            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, x.getAtIndex(F32, i) * y.getAtIndex(F32, i)); }
-            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, Math.min(x.getAtIndex(F32, i), y.getAtIndex(F32, i))); }
-            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, Math.max(x.getAtIndex(F32, i), y.getAtIndex(F32, i))); }
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i,
+                    x.getAtIndex(F32, i) + y.getAtIndex(F32, i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i,
+                    x.getAtIndex(F32, i) * y.getAtIndex(F32, i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i,
+                    Math.min(x.getAtIndex(F32, i), y.getAtIndex(F32, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i,
+                    Math.max(x.getAtIndex(F32, i), y.getAtIndex(F32, i))); }
             default -> throw new AssertionError(op);
         }
     }
 
     private static void f64(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
         switch (op) {
-            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, x.getAtIndex(F64, i) + y.getAtIndex(F64, i)); }
-            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, x.getAtIndex(F64, i) * y.getAtIndex(F64, i)); }
-            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, Math.min(x.getAtIndex(F64, i), y.getAtIndex(F64, i))); }
-            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, Math.max(x.getAtIndex(F64, i), y.getAtIndex(F64, i))); }
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i,
+                    x.getAtIndex(F64, i) + y.getAtIndex(F64, i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i,
+                    x.getAtIndex(F64, i) * y.getAtIndex(F64, i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i,
+                    Math.min(x.getAtIndex(F64, i), y.getAtIndex(F64, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i,
+                    Math.max(x.getAtIndex(F64, i), y.getAtIndex(F64, i))); }
             default -> throw new AssertionError(op);
         }
     }
 
     private static void i32(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
         switch (op) {
-            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i, x.getAtIndex(I32, i) + y.getAtIndex(I32, i)); }
-            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i, x.getAtIndex(I32, i) * y.getAtIndex(I32, i)); }
-            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i, Math.min(x.getAtIndex(I32, i), y.getAtIndex(I32, i))); }
-            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i, Math.max(x.getAtIndex(I32, i), y.getAtIndex(I32, i))); }
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i,
+                    x.getAtIndex(I32, i) + y.getAtIndex(I32, i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i,
+                    x.getAtIndex(I32, i) * y.getAtIndex(I32, i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i,
+                    Math.min(x.getAtIndex(I32, i), y.getAtIndex(I32, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i,
+                    Math.max(x.getAtIndex(I32, i), y.getAtIndex(I32, i))); }
             default -> throw new AssertionError(op);
         }
     }
 
     private static void i64(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
         switch (op) {
-            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i, x.getAtIndex(I64, i) + y.getAtIndex(I64, i)); }
-            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i, x.getAtIndex(I64, i) * y.getAtIndex(I64, i)); }
-            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i, Math.min(x.getAtIndex(I64, i), y.getAtIndex(I64, i))); }
-            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i, Math.max(x.getAtIndex(I64, i), y.getAtIndex(I64, i))); }
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i,
+                    x.getAtIndex(I64, i) + y.getAtIndex(I64, i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i,
+                    x.getAtIndex(I64, i) * y.getAtIndex(I64, i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i,
+                    Math.min(x.getAtIndex(I64, i), y.getAtIndex(I64, i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i,
+                    Math.max(x.getAtIndex(I64, i), y.getAtIndex(I64, i))); }
             default -> throw new AssertionError(op);
         }
     }
@@ -89,8 +105,10 @@ final class ScalarKernels {
         switch (op) {
             // Wrapping sum and product have the same bits signed and unsigned.
             case SUM, PROD -> i8(op, d, x, y, n);
-            case MIN -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) Math.min(x.get(I8, i) & 0xff, y.get(I8, i) & 0xff)); }
-            case MAX -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) Math.max(x.get(I8, i) & 0xff, y.get(I8, i) & 0xff)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.set(I8, i,
+                    (byte) Math.min(x.get(I8, i) & 0xff, y.get(I8, i) & 0xff)); }
+            case MAX -> { for (long i = 0; i < n; i++) d.set(I8, i,
+                    (byte) Math.max(x.get(I8, i) & 0xff, y.get(I8, i) & 0xff)); }
             default -> throw new AssertionError(op);
         }
     }
@@ -112,10 +130,14 @@ final class ScalarKernels {
             MemorySegment.copy(x, I16, 2 * i, p, 0, m);
             MemorySegment.copy(y, I16, 2 * i, q, 0, m);
             switch (op) {
-                case SUM -> { for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Float.float16ToFloat(p[k]) + Float.float16ToFloat(q[k])); }
-                case PROD -> { for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Float.float16ToFloat(p[k]) * Float.float16ToFloat(q[k])); }
-                case MIN -> { for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Math.min(Float.float16ToFloat(p[k]), Float.float16ToFloat(q[k]))); }
-                case MAX -> { for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Math.max(Float.float16ToFloat(p[k]), Float.float16ToFloat(q[k]))); }
+                case SUM -> { for (int k = 0; k < m; k++) p[k] =
+                        Float.floatToFloat16(Float.float16ToFloat(p[k]) + Float.float16ToFloat(q[k])); }
+                case PROD -> { for (int k = 0; k < m; k++) p[k] =
+                        Float.floatToFloat16(Float.float16ToFloat(p[k]) * Float.float16ToFloat(q[k])); }
+                case MIN -> { for (int k = 0; k < m; k++) p[k] =
+                        Float.floatToFloat16(Math.min(Float.float16ToFloat(p[k]), Float.float16ToFloat(q[k]))); }
+                case MAX -> { for (int k = 0; k < m; k++) p[k] =
+                        Float.floatToFloat16(Math.max(Float.float16ToFloat(p[k]), Float.float16ToFloat(q[k]))); }
                 default -> throw new AssertionError(op);
             }
             MemorySegment.copy(p, 0, d, I16, 2 * i, m);
@@ -140,10 +162,14 @@ final class ScalarKernels {
 
     private static void bf16(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
         switch (op) {
-            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(bf16(x, i) + bf16(y, i))); }
-            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(bf16(x, i) * bf16(y, i))); }
-            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(Math.min(bf16(x, i), bf16(y, i)))); }
-            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(Math.max(bf16(x, i), bf16(y, i)))); }
+            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i,
+                    Half.floatToBfloat16(bf16(x, i) + bf16(y, i))); }
+            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i,
+                    Half.floatToBfloat16(bf16(x, i) * bf16(y, i))); }
+            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i,
+                    Half.floatToBfloat16(Math.min(bf16(x, i), bf16(y, i)))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i,
+                    Half.floatToBfloat16(Math.max(bf16(x, i), bf16(y, i)))); }
             default -> throw new AssertionError(op);
         }
     }
@@ -158,7 +184,8 @@ final class ScalarKernels {
             case INT8 -> { for (long i = 0; i < n; i++) s.set(I8, i, (byte) (s.get(I8, i) / divisor)); }
             case UINT8 -> { for (long i = 0; i < n; i++) s.set(I8, i, (byte) ((s.get(I8, i) & 0xff) / divisor)); }
             case FLOAT16 -> f16Divide(s, n, divisor);
-            case BFLOAT16 -> { for (long i = 0; i < n; i++) s.setAtIndex(I16, i, Half.floatToBfloat16(bf16(s, i) / divisor)); }
+            case BFLOAT16 -> { for (long i = 0; i < n; i++) s.setAtIndex(I16, i, Half.floatToBfloat16(bf16(s, i)
+                    / divisor)); }
         }
     }
 }

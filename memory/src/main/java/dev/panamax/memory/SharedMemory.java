@@ -131,7 +131,8 @@ public final class SharedMemory {
         Path p = named(name);
         Arena arena = Arena.ofShared();
         try {
-            try (FileChannel ch = FileChannel.open(p, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            try (FileChannel ch = FileChannel.open(p, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                    StandardOpenOption.WRITE)) {
                 try (RandomAccessFile f = new RandomAccessFile(p.toFile(), "rw")) {
                     f.setLength(byteSize);
                 }

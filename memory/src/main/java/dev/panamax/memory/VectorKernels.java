@@ -126,7 +126,8 @@ final class VectorKernels {
         long step = F.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            FloatVector.fromMemorySegment(F, x, o, NATIVE).add(FloatVector.fromMemorySegment(F, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            FloatVector.fromMemorySegment(F, x, o, NATIVE).add(FloatVector.fromMemorySegment(F, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -135,7 +136,8 @@ final class VectorKernels {
         long step = F.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            FloatVector.fromMemorySegment(F, x, o, NATIVE).mul(FloatVector.fromMemorySegment(F, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            FloatVector.fromMemorySegment(F, x, o, NATIVE).mul(FloatVector.fromMemorySegment(F, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -144,7 +146,8 @@ final class VectorKernels {
         long step = F.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            FloatVector.fromMemorySegment(F, x, o, NATIVE).min(FloatVector.fromMemorySegment(F, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            FloatVector.fromMemorySegment(F, x, o, NATIVE).min(FloatVector.fromMemorySegment(F, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -153,7 +156,8 @@ final class VectorKernels {
         long step = F.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            FloatVector.fromMemorySegment(F, x, o, NATIVE).max(FloatVector.fromMemorySegment(F, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            FloatVector.fromMemorySegment(F, x, o, NATIVE).max(FloatVector.fromMemorySegment(F, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -162,7 +166,8 @@ final class VectorKernels {
         long step = D.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            DoubleVector.fromMemorySegment(D, x, o, NATIVE).add(DoubleVector.fromMemorySegment(D, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            DoubleVector.fromMemorySegment(D, x, o, NATIVE).add(DoubleVector.fromMemorySegment(D, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -171,7 +176,8 @@ final class VectorKernels {
         long step = D.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            DoubleVector.fromMemorySegment(D, x, o, NATIVE).mul(DoubleVector.fromMemorySegment(D, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            DoubleVector.fromMemorySegment(D, x, o, NATIVE).mul(DoubleVector.fromMemorySegment(D, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -180,7 +186,8 @@ final class VectorKernels {
         long step = D.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            DoubleVector.fromMemorySegment(D, x, o, NATIVE).min(DoubleVector.fromMemorySegment(D, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            DoubleVector.fromMemorySegment(D, x, o, NATIVE).min(DoubleVector.fromMemorySegment(D, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -189,7 +196,8 @@ final class VectorKernels {
         long step = D.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            DoubleVector.fromMemorySegment(D, x, o, NATIVE).max(DoubleVector.fromMemorySegment(D, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            DoubleVector.fromMemorySegment(D, x, o, NATIVE).max(DoubleVector.fromMemorySegment(D, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -198,7 +206,8 @@ final class VectorKernels {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector.fromMemorySegment(I, x, o, NATIVE).add(IntVector.fromMemorySegment(I, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            IntVector.fromMemorySegment(I, x, o, NATIVE).add(IntVector.fromMemorySegment(I, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -207,7 +216,8 @@ final class VectorKernels {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector.fromMemorySegment(I, x, o, NATIVE).mul(IntVector.fromMemorySegment(I, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            IntVector.fromMemorySegment(I, x, o, NATIVE).mul(IntVector.fromMemorySegment(I, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -216,7 +226,8 @@ final class VectorKernels {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector.fromMemorySegment(I, x, o, NATIVE).min(IntVector.fromMemorySegment(I, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            IntVector.fromMemorySegment(I, x, o, NATIVE).min(IntVector.fromMemorySegment(I, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -225,7 +236,8 @@ final class VectorKernels {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector.fromMemorySegment(I, x, o, NATIVE).max(IntVector.fromMemorySegment(I, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            IntVector.fromMemorySegment(I, x, o, NATIVE).max(IntVector.fromMemorySegment(I, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -234,7 +246,8 @@ final class VectorKernels {
         long step = L.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            LongVector.fromMemorySegment(L, x, o, NATIVE).add(LongVector.fromMemorySegment(L, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            LongVector.fromMemorySegment(L, x, o, NATIVE).add(LongVector.fromMemorySegment(L, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -243,7 +256,8 @@ final class VectorKernels {
         long step = L.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            LongVector.fromMemorySegment(L, x, o, NATIVE).mul(LongVector.fromMemorySegment(L, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            LongVector.fromMemorySegment(L, x, o, NATIVE).mul(LongVector.fromMemorySegment(L, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -252,7 +266,8 @@ final class VectorKernels {
         long step = L.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            LongVector.fromMemorySegment(L, x, o, NATIVE).min(LongVector.fromMemorySegment(L, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            LongVector.fromMemorySegment(L, x, o, NATIVE).min(LongVector.fromMemorySegment(L, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -261,7 +276,8 @@ final class VectorKernels {
         long step = L.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            LongVector.fromMemorySegment(L, x, o, NATIVE).max(LongVector.fromMemorySegment(L, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            LongVector.fromMemorySegment(L, x, o, NATIVE).max(LongVector.fromMemorySegment(L, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -270,7 +286,8 @@ final class VectorKernels {
         long step = B.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            ByteVector.fromMemorySegment(B, x, o, NATIVE).add(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            ByteVector.fromMemorySegment(B, x, o, NATIVE).add(ByteVector.fromMemorySegment(B, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -279,7 +296,8 @@ final class VectorKernels {
         long step = B.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            ByteVector.fromMemorySegment(B, x, o, NATIVE).mul(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            ByteVector.fromMemorySegment(B, x, o, NATIVE).mul(ByteVector.fromMemorySegment(B, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -288,7 +306,8 @@ final class VectorKernels {
         long step = B.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            ByteVector.fromMemorySegment(B, x, o, NATIVE).min(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            ByteVector.fromMemorySegment(B, x, o, NATIVE).min(ByteVector.fromMemorySegment(B, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -297,7 +316,8 @@ final class VectorKernels {
         long step = B.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            ByteVector.fromMemorySegment(B, x, o, NATIVE).max(ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            ByteVector.fromMemorySegment(B, x, o, NATIVE).max(ByteVector.fromMemorySegment(B, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -306,7 +326,9 @@ final class VectorKernels {
         long step = B.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            ByteVector.fromMemorySegment(B, x, o, NATIVE).lanewise(VectorOperators.UMIN, ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            ByteVector.fromMemorySegment(B, x, o, NATIVE)
+                    .lanewise(VectorOperators.UMIN, ByteVector.fromMemorySegment(B, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }
@@ -315,7 +337,9 @@ final class VectorKernels {
         long step = B.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            ByteVector.fromMemorySegment(B, x, o, NATIVE).lanewise(VectorOperators.UMAX, ByteVector.fromMemorySegment(B, y, o, NATIVE)).intoMemorySegment(d, o, NATIVE);
+            ByteVector.fromMemorySegment(B, x, o, NATIVE)
+                    .lanewise(VectorOperators.UMAX, ByteVector.fromMemorySegment(B, y, o, NATIVE))
+                    .intoMemorySegment(d, o, NATIVE);
         }
         return end;
     }

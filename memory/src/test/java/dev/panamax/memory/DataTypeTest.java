@@ -46,7 +46,8 @@ class DataTypeTest {
             DataType.UINT8.setFromDouble(s, 0, 0, 255);
             assertEquals(255.0, DataType.UINT8.getAsDouble(s, 0, 0));
             assertEquals(-1.0, DataType.INT8.getAsDouble(s, 0, 0));
-            DataType.BFLOAT16.setFromDouble(s, 0, 0, 1.00390625); // 1 + 2^-8: tie between 1 and 1 + 2^-7, rounds to even (1)
+            // 1 + 2^-8: tie between 1 and 1 + 2^-7, rounds to even (1)
+            DataType.BFLOAT16.setFromDouble(s, 0, 0, 1.00390625);
             assertEquals(1.0, DataType.BFLOAT16.getAsDouble(s, 0, 0));
         }
     }

@@ -37,7 +37,8 @@ class HalfTest {
         }
     }
 
-    /** Every midpoint between neighbouring finite float16 values rounds to the even one; a float ulp either side rounds to the nearer. */
+    /** Every midpoint between neighbouring finite float16 values rounds to the even one; a float ulp either side rounds
+     * to the nearer. */
     @Test
     void float16HalfwayCasesRoundToEven() {
         for (int h = 0; h < 0x7bff; h++) {
@@ -46,8 +47,10 @@ class HalfTest {
                 float mid = (float) (((double) lo + hi) / 2); // exact: 12 significant bits
                 int even = (h & 1) == 0 ? h : h + 1;
                 assertEquals(even | sign, Half.floatToFloat16(mid) & 0xffff, "midpoint of " + hex(h | sign));
-                assertEquals(h | sign, Half.floatToFloat16(sign == 0 ? Math.nextDown(mid) : Math.nextUp(mid)) & 0xffff, "below midpoint " + hex(h));
-                assertEquals((h + 1) | sign, Half.floatToFloat16(sign == 0 ? Math.nextUp(mid) : Math.nextDown(mid)) & 0xffff, "above midpoint " + hex(h));
+                assertEquals(h | sign, Half.floatToFloat16(sign == 0 ? Math.nextDown(mid) : Math.nextUp(mid)) & 0xffff,
+                        "below midpoint " + hex(h));
+                assertEquals((h + 1) | sign, Half.floatToFloat16(sign == 0 ? Math.nextUp(mid) : Math.nextDown(mid))
+                        & 0xffff, "above midpoint " + hex(h));
             }
         }
     }
@@ -73,7 +76,8 @@ class HalfTest {
         assertEquals(0x7c00, Half.floatToFloat16(Float.POSITIVE_INFINITY));
         assertEquals(0xfc00, Half.floatToFloat16(Float.NEGATIVE_INFINITY) & 0xffff);
         assertTrue(Reference.isF16NaN(Half.floatToFloat16(Float.NaN)));
-        assertTrue(Reference.isF16NaN(Half.floatToFloat16(Float.intBitsToFloat(0x7f800001)))); // NaN payload only in low bits stays NaN
+        // NaN payload only in low bits stays NaN
+        assertTrue(Reference.isF16NaN(Half.floatToFloat16(Float.intBitsToFloat(0x7f800001))));
         assertTrue(Float.isNaN(Half.float16ToFloat((short) 0x7e00)));
         assertEquals(Float.POSITIVE_INFINITY, Half.float16ToFloat((short) 0x7c00));
         assertEquals(0x1p-24f, Half.float16ToFloat((short) 1));
@@ -89,7 +93,8 @@ class HalfTest {
         assertEquals(0x0000, Half.floatToBfloat16(Float.intBitsToFloat(0x00008000))); // subnormal tie to zero
         assertEquals(0x0002, Half.floatToBfloat16(Float.intBitsToFloat(0x00018000))); // subnormal tie up to even
         assertEquals(0x0001, Half.floatToBfloat16(Float.intBitsToFloat(0x00008001)));
-        assertEquals(0x0080, Half.floatToBfloat16(Float.intBitsToFloat(0x007fffff))); // largest subnormal rounds to MIN_NORMAL
+        // largest subnormal rounds to MIN_NORMAL
+        assertEquals(0x0080, Half.floatToBfloat16(Float.intBitsToFloat(0x007fffff)));
         assertEquals(0x7f7f, Half.floatToBfloat16(Float.intBitsToFloat(0x7f7f7fff))); // max finite bfloat16
         assertEquals(0x7f80, Half.floatToBfloat16(Float.intBitsToFloat(0x7f7f8000))); // tie above max: infinity
         assertEquals(0x7f80, Half.floatToBfloat16(Float.MAX_VALUE));
@@ -97,7 +102,8 @@ class HalfTest {
         assertEquals(0x7f80, Half.floatToBfloat16(Float.POSITIVE_INFINITY));
         assertEquals(0x8000, Half.floatToBfloat16(-0f) & 0xffff);
         assertTrue(Reference.isBf16NaN(Half.floatToBfloat16(Float.NaN)));
-        short n = Half.floatToBfloat16(Float.intBitsToFloat(0x7f800001)); // would round to infinity if treated as a number
+        // would round to infinity if treated as a number
+        short n = Half.floatToBfloat16(Float.intBitsToFloat(0x7f800001));
         assertTrue(Reference.isBf16NaN(n), hex(n));
         short neg = Half.floatToBfloat16(Float.intBitsToFloat(0xffffffff));
         assertTrue(Reference.isBf16NaN(neg) && neg < 0, "negative NaN keeps its sign: " + hex(neg));

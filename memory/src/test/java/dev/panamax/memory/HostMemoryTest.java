@@ -44,7 +44,8 @@ class HostMemoryTest {
     void badSizesThrow() {
         try (Arena arena = Arena.ofConfined()) {
             assertThrows(IllegalArgumentException.class, () -> HostMemory.allocate(arena, -1));
-            assertThrows(ArithmeticException.class, () -> HostMemory.allocate(arena, DataType.INT64, Long.MAX_VALUE / 4));
+            assertThrows(ArithmeticException.class, () ->
+                    HostMemory.allocate(arena, DataType.INT64, Long.MAX_VALUE / 4));
         }
     }
 

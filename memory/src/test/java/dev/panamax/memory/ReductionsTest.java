@@ -56,11 +56,13 @@ class ReductionsTest {
             boolean special = rnd.nextInt(16) == 0;
             switch (t) {
                 case FLOAT32 -> s.set(ValueLayout.JAVA_FLOAT_UNALIGNED, p, special
-                        ? new float[]{Float.NaN, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY, 0f, -0f, Float.MIN_VALUE,
+                        ? new float[]{Float.NaN, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY, 0f, -0f,
+                        Float.MIN_VALUE,
                         -Float.MIN_NORMAL, Float.MAX_VALUE, -Float.MAX_VALUE}[rnd.nextInt(9)]
                         : (float) ((rnd.nextDouble() - 0.5) * Math.scalb(1.0, rnd.nextInt(-30, 30))));
                 case FLOAT64 -> s.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, p, special
-                        ? new double[]{Double.NaN, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY, 0d, -0d, Double.MIN_VALUE,
+                        ? new double[]{Double.NaN, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY, 0d, -0d,
+                        Double.MIN_VALUE,
                         -Double.MIN_NORMAL, Double.MAX_VALUE, -Double.MAX_VALUE}[rnd.nextInt(9)]
                         : (rnd.nextDouble() - 0.5) * Math.scalb(1.0, rnd.nextInt(-100, 100)));
                 case INT32 -> s.set(ValueLayout.JAVA_INT_UNALIGNED, p, special
@@ -77,7 +79,8 @@ class ReductionsTest {
     @MethodSource("cases")
     void reduceMatchesReference(boolean vector, DataType t, ReduceOp op) {
         if (vector && !Reductions.isVectorized()) {
-            fail("the Vector API kernels are unavailable: run the tests with --add-modules jdk.incubator.vector (memory/pom.xml does)");
+            fail("the Vector API kernels are unavailable: run the tests with --add-modules jdk.incubator.vector "
+                    + "(memory/pom.xml does)");
         }
         SplittableRandom rnd = new SplittableRandom(t.ordinal() * 31L + op.ordinal());
         int s = t.byteSize();
@@ -86,7 +89,8 @@ class ReductionsTest {
                 for (Mode mode : Mode.values()) {
                     try (Arena arena = Arena.ofConfined()) {
                         long size = n * s + 64;
-                        MemorySegment a = arena.allocate(size, 64), b = arena.allocate(size, 64), dst = arena.allocate(size, 64);
+                        MemorySegment a = arena.allocate(size, 64), b = arena.allocate(size, 64),
+                                dst = arena.allocate(size, 64);
                         fill(t, a, off[1], n, rnd);
                         fill(t, b, off[2], n, rnd);
                         dst.fill(GUARD);
@@ -96,16 +100,21 @@ class ReductionsTest {
                         long dOff = off[0];
                         switch (mode) {
                             case SEPARATE -> Reductions.reduce(vector, t, op, dst, off[0], a, off[1], b, off[2], n);
-                            case DST_IS_A -> { d = a; dOff = off[1]; Reductions.reduce(vector, t, op, a, off[1], a, off[1], b, off[2], n); }
-                            case DST_IS_B -> { d = b; dOff = off[2]; Reductions.reduce(vector, t, op, b, off[2], a, off[1], b, off[2], n); }
+                            case DST_IS_A -> { d = a; dOff = off[1]; Reductions.reduce(vector, t, op, a, off[1], a,
+                                    off[1], b, off[2], n); }
+                            case DST_IS_B -> { d = b; dOff = off[2]; Reductions.reduce(vector, t, op, b, off[2], a,
+                                    off[1], b, off[2], n); }
                         }
-                        String what = t + " " + op + " n=" + n + " offsets=" + Arrays.toString(off) + " " + mode + " vector=" + vector;
+                        String what = t + " " + op + " n=" + n + " offsets=" + Arrays.toString(off) + " " + mode
+                                + " vector=" + vector;
                         for (long i = 0; i < n; i++) {
                             long want = Reference.expected(t, op, ea, off[1], eb, off[2], i);
                             long got = Reference.raw(t, d, dOff, i);
                             if (want != got && !(Reference.isNaN(t, want) && Reference.isNaN(t, got))) {
-                                fail(what + ": element " + i + " is 0x" + Long.toHexString(got) + ", expected 0x" + Long.toHexString(want)
-                                        + " (a=0x" + Long.toHexString(Reference.raw(t, ea, off[1], i)) + ", b=0x" + Long.toHexString(Reference.raw(t, eb, off[2], i)) + ")");
+                                fail(what + ": element " + i + " is 0x" + Long.toHexString(got) + ", expected 0x"
+                                        + Long.toHexString(want)
+                                        + " (a=0x" + Long.toHexString(Reference.raw(t, ea, off[1], i)) + ", b=0x"
+                                        + Long.toHexString(Reference.raw(t, eb, off[2], i)) + ")");
                             }
                         }
                         if (mode == Mode.SEPARATE) {
@@ -159,7 +168,8 @@ class ReductionsTest {
                             long want = Reference.expectedDivide(t, before, off, i, divisor);
                             long got = Reference.raw(t, s, off, i);
                             if (want != got && !(Reference.isNaN(t, want) && Reference.isNaN(t, got))) {
-                                fail(t + " / " + divisor + " n=" + n + " off=" + off + " element " + i + ": 0x" + Long.toHexString(got)
+                                fail(t + " / " + divisor + " n=" + n + " off=" + off + " element " + i + ": 0x"
+                                        + Long.toHexString(got)
                                         + " != 0x" + Long.toHexString(want));
                             }
                         }
@@ -193,7 +203,8 @@ class ReductionsTest {
             for (int i = 0; i < n; i++) {
                 double sum = 0;
                 for (MemorySegment m : in) sum += t.getAsDouble(m, 0, i);
-                double want = t == DataType.FLOAT64 ? sum / ranks : t.isFloatingPoint() ? (float) sum / ranks : Math.floor(sum / ranks);
+                double want = t == DataType.FLOAT64 ? sum / ranks : t.isFloatingPoint() ? (float) sum / ranks
+                        : Math.floor(sum / ranks);
                 assertEquals(t == DataType.BFLOAT16 ? Half.bfloat16ToFloat(Half.floatToBfloat16((float) want))
                         : t == DataType.FLOAT16 ? Half.float16ToFloat(Half.floatToFloat16((float) want)) : want,
                         t.getAsDouble(avg, 0, i), t + " element " + i);
@@ -230,8 +241,10 @@ class ReductionsTest {
                         for (int i = 0; i < n; i++) {
                             long want = Reference.expected(t, op, a, 0, b, 0, i), got = Reference.raw(t, d, 0, i);
                             if (want != got && !(Reference.isNaN(t, want) && Reference.isNaN(t, got))) {
-                                fail(t + " " + op + " partner " + partner + ": 0x" + Long.toHexString(Reference.raw(t, a, 0, i)) + " op 0x"
-                                        + Long.toHexString(Reference.raw(t, b, 0, i)) + " = 0x" + Long.toHexString(got) + ", expected 0x" + Long.toHexString(want));
+                                fail(t + " " + op + " partner " + partner + ": 0x"
+                                        + Long.toHexString(Reference.raw(t, a, 0, i)) + " op 0x"
+                                        + Long.toHexString(Reference.raw(t, b, 0, i)) + " = 0x" + Long.toHexString(got)
+                                        + ", expected 0x" + Long.toHexString(want));
                             }
                         }
                     }
@@ -276,8 +289,10 @@ class ReductionsTest {
             }
             assertEquals(-0.0, oneD(vector, t, ReduceOp.MIN, 0.0, -0.0), t + " min(+0, -0)");
             assertEquals(0.0, oneD(vector, t, ReduceOp.MAX, -0.0, 0.0), t + " max(-0, +0)");
-            assertEquals(Double.NEGATIVE_INFINITY, oneD(vector, t, ReduceOp.MIN, Double.NEGATIVE_INFINITY, 1), t + " min(-inf, 1)");
-            assertTrue(Double.isNaN(oneD(vector, t, ReduceOp.SUM, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY)), t + " inf + -inf");
+            assertEquals(Double.NEGATIVE_INFINITY, oneD(vector, t, ReduceOp.MIN, Double.NEGATIVE_INFINITY, 1),
+                    t + " min(-inf, 1)");
+            assertTrue(Double.isNaN(oneD(vector, t, ReduceOp.SUM, Double.POSITIVE_INFINITY, Double.NEGATIVE_INFINITY)),
+                    t + " inf + -inf");
         }
     }
 
@@ -316,7 +331,8 @@ class ReductionsTest {
             Reductions.reduce(vector, t, op, a, 0, a, 0, b, 0, n);
             double first = t.getAsDouble(a, 0, 0);
             for (int i = 1; i < n; i++) {
-                assertEquals(Double.doubleToLongBits(first), Double.doubleToLongBits(t.getAsDouble(a, 0, i)), t + " " + op + " element " + i);
+                assertEquals(Double.doubleToLongBits(first), Double.doubleToLongBits(t.getAsDouble(a, 0, i)),
+                        t + " " + op + " element " + i);
             }
             return first;
         }
@@ -336,13 +352,17 @@ class ReductionsTest {
             e = assertThrows(IndexOutOfBoundsException.class,
                     () -> Reductions.accumulate(DataType.INT8, ReduceOp.MAX, s, -1, s, 0, 1));
             assertTrue(e.getMessage().contains("offset -1"), e.getMessage());
-            assertThrows(IndexOutOfBoundsException.class, () -> Reductions.accumulate(DataType.INT8, ReduceOp.MAX, s, 0, s, Long.MAX_VALUE, 1));
-            assertThrows(IndexOutOfBoundsException.class, () -> Reductions.accumulate(DataType.INT8, ReduceOp.MAX, s, 65, s, 0, 0),
+            assertThrows(IndexOutOfBoundsException.class, () ->
+                    Reductions.accumulate(DataType.INT8, ReduceOp.MAX, s, 0, s, Long.MAX_VALUE, 1));
+            assertThrows(IndexOutOfBoundsException.class, () ->
+                    Reductions.accumulate(DataType.INT8, ReduceOp.MAX, s, 65, s, 0, 0),
                     "count 0 still checks the offsets");
             e = assertThrows(IndexOutOfBoundsException.class, () -> Reductions.divide(DataType.INT32, s, 4, 16, 2));
             assertTrue(e.getMessage().contains("'segment'"), e.getMessage());
-            assertThrows(IllegalArgumentException.class, () -> Reductions.accumulate(DataType.INT32, ReduceOp.SUM, s, 0, s, 0, -1));
-            assertThrows(IllegalArgumentException.class, () -> Reductions.accumulate(DataType.INT64, ReduceOp.SUM, s, 0, s, 0, Long.MAX_VALUE / 4));
+            assertThrows(IllegalArgumentException.class, () ->
+                    Reductions.accumulate(DataType.INT32, ReduceOp.SUM, s, 0, s, 0, -1));
+            assertThrows(IllegalArgumentException.class, () ->
+                    Reductions.accumulate(DataType.INT64, ReduceOp.SUM, s, 0, s, 0, Long.MAX_VALUE / 4));
             assertThrows(IllegalArgumentException.class, () -> Reductions.divide(DataType.INT32, s, 0, 1, 0));
             Reductions.accumulate(DataType.INT8, ReduceOp.MAX, s, 64, s, 0, 0); // empty range at the end is fine
         }
@@ -356,8 +376,10 @@ class ReductionsTest {
         arena.close();
         try (Arena live = Arena.ofConfined()) {
             MemorySegment ok = live.allocate(4096);
-            assertThrows(IllegalStateException.class, () -> Reductions.reduce(vector, DataType.FLOAT32, ReduceOp.SUM, ok, 0, ok, 0, s, 0, 1024));
-            assertThrows(IllegalStateException.class, () -> Reductions.reduce(vector, DataType.INT8, ReduceOp.MIN, s, 0, ok, 0, ok, 0, 3));
+            assertThrows(IllegalStateException.class, () ->
+                    Reductions.reduce(vector, DataType.FLOAT32, ReduceOp.SUM, ok, 0, ok, 0, s, 0, 1024));
+            assertThrows(IllegalStateException.class, () ->
+                    Reductions.reduce(vector, DataType.INT8, ReduceOp.MIN, s, 0, ok, 0, ok, 0, 3));
             assertThrows(IllegalStateException.class, () -> Reductions.divide(vector, DataType.FLOAT64, s, 0, 512, 2));
         }
     }
@@ -407,7 +429,8 @@ class ReductionsTest {
                     () -> Reductions.divide(vector, t, readOnly, 0, count, 3));
             assertTrue(d.getMessage().contains("'segment'") && d.getMessage().contains("read-only"), d.getMessage());
             // Dividing by 1 writes nothing, but the destination is checked all the same.
-            assertThrows(UnsupportedOperationException.class, () -> Reductions.divide(vector, t, readOnly, 0, count, 1));
+            assertThrows(UnsupportedOperationException.class, () ->
+                    Reductions.divide(vector, t, readOnly, 0, count, 1));
         }
     }
 
@@ -448,7 +471,8 @@ class ReductionsTest {
     void heapSegmentsWork(boolean vector) {
         float[] a = new float[1003], b = new float[1003];
         for (int i = 0; i < a.length; i++) { a[i] = i; b[i] = 2 * i; }
-        Reductions.reduce(vector, DataType.FLOAT32, ReduceOp.SUM, MemorySegment.ofArray(a), 4, MemorySegment.ofArray(a), 4,
+        Reductions.reduce(vector, DataType.FLOAT32, ReduceOp.SUM, MemorySegment.ofArray(a), 4, MemorySegment.ofArray(a),
+                4,
                 MemorySegment.ofArray(b), 0, 1002);
         for (int i = 1; i < a.length; i++) assertEquals(i + 2f * (i - 1), a[i], "element " + i);
         assertEquals(0f, a[0]);

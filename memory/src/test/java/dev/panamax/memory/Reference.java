@@ -99,13 +99,15 @@ final class Reference {
 
     static double minD(double p, double q) {
         if (p != p || q != q) return Double.NaN;
-        if (p == 0 && q == 0) return Double.longBitsToDouble(Double.doubleToRawLongBits(p) | Double.doubleToRawLongBits(q));
+        if (p == 0 && q == 0) return Double.longBitsToDouble(Double.doubleToRawLongBits(p)
+                | Double.doubleToRawLongBits(q));
         return p < q ? p : q;
     }
 
     static double maxD(double p, double q) {
         if (p != p || q != q) return Double.NaN;
-        if (p == 0 && q == 0) return Double.longBitsToDouble(Double.doubleToRawLongBits(p) & Double.doubleToRawLongBits(q));
+        if (p == 0 && q == 0) return Double.longBitsToDouble(Double.doubleToRawLongBits(p)
+                & Double.doubleToRawLongBits(q));
         return p > q ? p : q;
     }
 
@@ -153,9 +155,11 @@ final class Reference {
             case INT32 -> applyInt(op, a.get(I32, pa), b.get(I32, pb), 32);
             case INT64 -> applyInt(op, a.get(I64, pa), b.get(I64, pb), 64);
             case INT8 -> applyInt(op, a.get(ValueLayout.JAVA_BYTE, pa), b.get(ValueLayout.JAVA_BYTE, pb), 8);
-            case UINT8 -> applyInt(op, a.get(ValueLayout.JAVA_BYTE, pa) & 0xff, b.get(ValueLayout.JAVA_BYTE, pb) & 0xff, 8);
+            case UINT8 -> applyInt(op, a.get(ValueLayout.JAVA_BYTE, pa) & 0xff, b.get(ValueLayout.JAVA_BYTE, pb) & 0xff,
+                    8);
             case FLOAT16 -> floatToF16(applyF(op, f16ToFloat(a.get(I16, pa)), f16ToFloat(b.get(I16, pb)))) & 0xffffL;
-            case BFLOAT16 -> floatToBf16(applyF(op, bf16ToFloat(a.get(I16, pa)), bf16ToFloat(b.get(I16, pb)))) & 0xffffL;
+            case BFLOAT16 -> floatToBf16(applyF(op, bf16ToFloat(a.get(I16, pa)), bf16ToFloat(b.get(I16, pb))))
+                    & 0xffffL;
         };
     }
 
@@ -165,9 +169,11 @@ final class Reference {
         return switch (t) {
             case FLOAT32 -> Float.floatToRawIntBits(s.get(F32, p) / (float) divisor) & 0xffffffffL;
             case FLOAT64 -> Double.doubleToRawLongBits(s.get(F64, p) / (double) divisor);
-            case INT32 -> BigInteger.valueOf(s.get(I32, p)).divide(BigInteger.valueOf(divisor)).longValue() & 0xffffffffL;
+            case INT32 -> BigInteger.valueOf(s.get(I32, p)).divide(BigInteger.valueOf(divisor)).longValue()
+                    & 0xffffffffL;
             case INT64 -> BigInteger.valueOf(s.get(I64, p)).divide(BigInteger.valueOf(divisor)).longValue();
-            case INT8 -> BigInteger.valueOf(s.get(ValueLayout.JAVA_BYTE, p)).divide(BigInteger.valueOf(divisor)).longValue() & 0xff;
+            case INT8 -> BigInteger.valueOf(s.get(ValueLayout.JAVA_BYTE, p)).divide(BigInteger.valueOf(divisor))
+                    .longValue() & 0xff;
             case UINT8 -> (s.get(ValueLayout.JAVA_BYTE, p) & 0xff) / divisor;
             case FLOAT16 -> floatToF16(f16ToFloat(s.get(I16, p)) / divisor) & 0xffffL;
             case BFLOAT16 -> floatToBf16(bf16ToFloat(s.get(I16, p)) / divisor) & 0xffffL;

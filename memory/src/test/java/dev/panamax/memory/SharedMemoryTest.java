@@ -42,7 +42,8 @@ class SharedMemoryTest {
                 attached.segment().set(ValueLayout.JAVA_INT, 8188, 77);
                 assertEquals(77, created.segment().get(ValueLayout.JAVA_INT, 8188));
             }
-            assertEquals(77, created.segment().get(ValueLayout.JAVA_INT, 8188), "the creator's mapping outlives the attached one");
+            assertEquals(77, created.segment().get(ValueLayout.JAVA_INT, 8188),
+                    "the creator's mapping outlives the attached one");
         }
     }
 
@@ -111,13 +112,15 @@ class SharedMemoryTest {
         try (SharedMemory.Region r = SharedMemory.create("child-kill", 4096)) {
             Process p = child("hold", r.handle().encode());
             SharedMemory.Handle childRegion;
-            try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(),
+                    StandardCharsets.UTF_8))) {
                 String line = in.readLine();
                 assertTrue(line != null && line.startsWith("ready "), "child said " + line);
                 childRegion = SharedMemory.Handle.decode(line.substring(6));
                 assertEquals(42, r.segment().get(ValueLayout.JAVA_BYTE, 0), "the child's write is visible");
                 try (SharedMemory.Region theirs = SharedMemory.attach(childRegion)) {
-                    theirs.segment().set(ValueLayout.JAVA_BYTE, 1, (byte) 1); // the child's memfd is reachable while it lives
+                    // the child's memfd is reachable while it lives
+                    theirs.segment().set(ValueLayout.JAVA_BYTE, 1, (byte) 1);
                 }
                 p.destroyForcibly();
                 assertTrue(p.waitFor(30, TimeUnit.SECONDS));
@@ -143,7 +146,8 @@ class SharedMemoryTest {
 
     private static Set<String> panamaxShmEntries() throws IOException {
         try (Stream<Path> s = Files.list(Path.of("/dev/shm"))) {
-            return s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("panamax")).collect(Collectors.toSet());
+            return s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("panamax"))
+                    .collect(Collectors.toSet());
         }
     }
 
@@ -156,7 +160,8 @@ class SharedMemoryTest {
     }
 
     private static List<String> readAll(Process p) throws IOException {
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(),
+                StandardCharsets.UTF_8))) {
             return in.lines().toList();
         }
     }

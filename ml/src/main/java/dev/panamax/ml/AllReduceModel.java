@@ -53,7 +53,8 @@ public record AllReduceModel(double a, double b, double gamma, double copy, doub
     public AllReduceModel {
         if (!(a >= 0) || !(b >= 0) || !(gamma >= 0) || !(copy >= 0) || Double.isInfinite(a) || Double.isInfinite(b)
                 || Double.isInfinite(gamma) || Double.isInfinite(copy)) {
-            throw new IllegalArgumentException("a, b, gamma and copy must be finite and >= 0: a=" + a + " b=" + b + " gamma=" + gamma
+            throw new IllegalArgumentException("a, b, gamma and copy must be finite and >= 0: a=" + a + " b=" + b
+                    + " gamma=" + gamma
                     + " copy=" + copy);
         }
         if (!(pairA >= 0) || Double.isInfinite(pairA)) {
@@ -103,7 +104,8 @@ public record AllReduceModel(double a, double b, double gamma, double copy, doub
      * 8 KiB to 4 MiB; fused groups of large models reach tens of MB, and over TCP the time per byte
      * still grows past 4 MiB).
      */
-    public static final List<Long> CALIBRATION_BYTES = List.of(4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20, 16L << 20);
+    public static final List<Long> CALIBRATION_BYTES =
+            List.of(4L << 10, 16L << 10, 64L << 10, 256L << 10, 1L << 20, 4L << 20, 16L << 20);
 
     /**
      * Measures the model on {@code comm}; collective (every rank calls it). a and b: a line fitted
@@ -126,7 +128,8 @@ public record AllReduceModel(double a, double b, double gamma, double copy, doub
         return calibrate(comm, CALIBRATION_BYTES, 5, 21);
     }
 
-    /** {@link #calibrate(Communicator)} over the given sizes (multiples of 4 bytes), warm-up and timed repetitions per size. */
+    /** {@link #calibrate(Communicator)} over the given sizes (multiples of 4 bytes), warm-up and timed repetitions per
+     * size. */
     public static AllReduceModel calibrate(Communicator comm, List<Long> sizes, int warmup, int reps) {
         return measure(comm, sizes, warmup, reps).model();
     }
@@ -240,7 +243,8 @@ public record AllReduceModel(double a, double b, double gamma, double copy, doub
     /** The copy {@link #calibrate} times: 16 MiB, beyond the caches, like the fusion buffer of a large model. */
     public static final long COPY_CALIBRATION_BYTES = 16L << 20;
 
-    /** Median seconds per byte of a copy of {@link #COPY_CALIBRATION_BYTES} between two native segments (pages touched first). */
+    /** Median seconds per byte of a copy of {@link #COPY_CALIBRATION_BYTES} between two native segments (pages touched
+     * first). */
     private static double copySecondsPerByte(int warmup, int reps) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment from = arena.allocate(COPY_CALIBRATION_BYTES, 64).fill((byte) 1);
@@ -275,13 +279,15 @@ public record AllReduceModel(double a, double b, double gamma, double copy, doub
         long slots = pool.byteSize() / bytes;
         long[] next = {0};
         if (k == 1) {
-            return () -> comm.allReduce(pool.asSlice(next[0]++ % slots * bytes, bytes), count, DataType.FLOAT32, ReduceOp.SUM);
+            return () -> comm.allReduce(pool.asSlice(next[0]++ % slots * bytes, bytes), count, DataType.FLOAT32,
+                    ReduceOp.SUM);
         }
         long[] counts = {count, count};
         return () -> {
             long i = next[0];
             next[0] += 2;
-            List<MemorySegment> both = List.of(pool.asSlice(i % slots * bytes, bytes), pool.asSlice((i + 1) % slots * bytes, bytes));
+            List<MemorySegment> both = List.of(pool.asSlice(i % slots * bytes, bytes), pool.asSlice((i + 1) % slots
+                    * bytes, bytes));
             comm.allReduceConcurrently(both, counts, DataType.FLOAT32, ReduceOp.SUM);
         };
     }
@@ -370,7 +376,8 @@ public record AllReduceModel(double a, double b, double gamma, double copy, doub
 
     @Override
     public String toString() {
-        return String.format(Locale.ROOT, "a=%.3gs b=%.3gs/B gamma=%.3f copy=%.3gs/B pairA=%.3gs%s", a, b, gamma, copy, pairA,
+        return String.format(Locale.ROOT, "a=%.3gs b=%.3gs/B gamma=%.3f copy=%.3gs/B pairA=%.3gs%s", a, b, gamma, copy,
+                pairA,
                 maxFusedBytes == Long.MAX_VALUE ? "" : " maxFusedBytes=" + maxFusedBytes);
     }
 }

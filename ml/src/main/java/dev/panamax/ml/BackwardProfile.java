@@ -14,14 +14,16 @@ public record BackwardProfile(double forwardSeconds, double[] backwardSeconds, l
         Objects.requireNonNull(backwardSeconds, "backwardSeconds");
         Objects.requireNonNull(bytes, "bytes");
         if (backwardSeconds.length != bytes.length) {
-            throw new IllegalArgumentException(backwardSeconds.length + " backward times but " + bytes.length + " tensor sizes");
+            throw new IllegalArgumentException(backwardSeconds.length + " backward times but " + bytes.length
+                    + " tensor sizes");
         }
         if (!(forwardSeconds >= 0) || Double.isInfinite(forwardSeconds)) {
             throw new IllegalArgumentException("forwardSeconds must be finite and >= 0: " + forwardSeconds);
         }
         for (int i = 0; i < bytes.length; i++) {
             if (!(backwardSeconds[i] >= 0) || Double.isInfinite(backwardSeconds[i])) {
-                throw new IllegalArgumentException("backward time of tensor " + i + " must be finite and >= 0: " + backwardSeconds[i]);
+                throw new IllegalArgumentException("backward time of tensor " + i + " must be finite and >= 0: "
+                        + backwardSeconds[i]);
             }
             if (bytes[i] < 0) {
                 throw new IllegalArgumentException("size of tensor " + i + " is negative: " + bytes[i]);
@@ -46,7 +48,8 @@ public record BackwardProfile(double forwardSeconds, double[] backwardSeconds, l
         return bytes.clone();
     }
 
-    /** When each tensor is ready, in seconds from the start of back-propagation (a running sum of the backward times). */
+    /** When each tensor is ready, in seconds from the start of back-propagation (a running sum of the backward times).
+     * */
     public double[] readySeconds() {
         double[] ready = new double[bytes.length];
         double t = 0;
@@ -83,12 +86,14 @@ public record BackwardProfile(double forwardSeconds, double[] backwardSeconds, l
 
     @Override
     public int hashCode() {
-        return Double.hashCode(forwardSeconds) * 31 * 31 + Arrays.hashCode(backwardSeconds) * 31 + Arrays.hashCode(bytes);
+        return Double.hashCode(forwardSeconds) * 31 * 31 + Arrays.hashCode(backwardSeconds) * 31
+                + Arrays.hashCode(bytes);
     }
 
     @Override
     public String toString() {
-        return "BackwardProfile[" + bytes.length + " tensors, " + totalBytes() + " B, forward " + forwardSeconds + " s, backward "
+        return "BackwardProfile[" + bytes.length + " tensors, " + totalBytes() + " B, forward " + forwardSeconds
+                + " s, backward "
                 + totalBackwardSeconds() + " s]";
     }
 }

@@ -110,13 +110,15 @@ public final class GradientSynchronizer implements AutoCloseable {
             return this;
         }
 
-        /** The cost model; when not given, {@link #build} calibrates one ({@link AllReduceModel#calibrate}, collective). */
+        /** The cost model; when not given, {@link #build} calibrates one ({@link AllReduceModel#calibrate},
+         * collective). */
         public Builder model(AllReduceModel model) {
             this.model = Objects.requireNonNull(model, "model");
             return this;
         }
 
-        /** Each tensor's backward time in seconds, in registration order (the same on every rank); skips the profiling iterations. */
+        /** Each tensor's backward time in seconds, in registration order (the same on every rank); skips the profiling
+         * iterations. */
         public Builder backwardSeconds(double[] backwardSeconds) {
             this.backwardSeconds = backwardSeconds.clone();
             return this;
@@ -143,7 +145,8 @@ public final class GradientSynchronizer implements AutoCloseable {
             return this;
         }
 
-        /** The synchronizer; calibrates the model first (on every rank) when a policy other than WFBP needs one and none was given. */
+        /** The synchronizer; calibrates the model first (on every rank) when a policy other than WFBP needs one and
+         * none was given. */
         public GradientSynchronizer build() {
             AllReduceModel m = model;
             if (m == null && policy != SyncPolicy.WFBP) {
@@ -162,11 +165,13 @@ public final class GradientSynchronizer implements AutoCloseable {
         Objects.requireNonNull(gradient, "gradient");
         Objects.requireNonNull(type, "type");
         if (count < 0 || count * type.byteSize() > gradient.byteSize()) {
-            throw new IllegalArgumentException("count " + count + " of " + type.canonicalName() + " does not fit the " + gradient.byteSize()
+            throw new IllegalArgumentException("count " + count + " of " + type.canonicalName() + " does not fit the "
+                    + gradient.byteSize()
                     + "-byte gradient segment");
         }
         if (!gradient.isNative()) {
-            throw new IllegalArgumentException("gradient " + gradients.size() + " is a heap segment; all-reduces need native memory");
+            throw new IllegalArgumentException("gradient " + gradients.size()
+                    + " is a heap segment; all-reduces need native memory");
         }
         if (!gradient.isAccessibleBy(worker)) {
             throw new IllegalArgumentException("gradient " + gradients.size()
@@ -176,10 +181,12 @@ public final class GradientSynchronizer implements AutoCloseable {
         try {
             ensureOpen();
             if (started) {
-                throw new IllegalStateException("register after the first markReady: register every tensor before training");
+                throw new IllegalStateException("register after the first markReady: register every tensor before "
+                        + "training");
             }
             if (this.type != null && this.type != type) {
-                throw new IllegalArgumentException("gradient " + gradients.size() + " is " + type.canonicalName() + ", the others "
+                throw new IllegalArgumentException("gradient " + gradients.size() + " is " + type.canonicalName()
+                        + ", the others "
                         + this.type.canonicalName() + "; use one synchronizer per data type");
             }
             this.type = type;
@@ -217,7 +224,8 @@ public final class GradientSynchronizer implements AutoCloseable {
                 start();
             }
             if (markedIn[index] == iteration) {
-                throw new IllegalStateException("gradient " + index + " was marked ready twice in iteration " + iteration);
+                throw new IllegalStateException("gradient " + index + " was marked ready twice in iteration "
+                        + iteration);
             }
             markedIn[index] = iteration;
             readyNanos[index] = now;
@@ -250,31 +258,36 @@ public final class GradientSynchronizer implements AutoCloseable {
             }
             for (int i = 0; i < gradients.size(); i++) {
                 if (!started || markedIn[i] != iteration) {
-                    throw new IllegalStateException("gradient " + i + " was not marked ready in iteration " + iteration);
+                    throw new IllegalStateException("gradient " + i + " was not marked ready in iteration "
+                            + iteration);
                 }
             }
             while (completed < iteration && failure == null && !closed) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
-                    throw new CollectiveTimeoutException("rank " + comm.rank() + ": the gradient all-reduces of iteration " + iteration
+                    throw new CollectiveTimeoutException("rank " + comm.rank()
+                            + ": the gradient all-reduces of iteration " + iteration
                             + " did not finish within " + timeout.toMillis() + " ms");
                 }
                 changed.awaitNanos(left);
             }
             if (failure != null) {
-                throw new CollectiveException("rank " + comm.rank() + ": a gradient all-reduce failed: " + failure.getMessage(), failure);
+                throw new CollectiveException("rank " + comm.rank() + ": a gradient all-reduce failed: "
+                        + failure.getMessage(), failure);
             }
             ensureOpen();
             iteration++;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new CollectiveException("rank " + comm.rank() + ": interrupted while waiting for the gradient all-reduces");
+            throw new CollectiveException("rank " + comm.rank()
+                    + ": interrupted while waiting for the gradient all-reduces");
         } finally {
             lock.unlock();
         }
     }
 
-    /** The types the tensors are communicated with now (all normal until the plan is decided); null before the first iteration. */
+    /** The types the tensors are communicated with now (all normal until the plan is decided); null before the first
+     * iteration. */
     public LayerType[] layerTypes() {
         LayerType[] t = types;
         return t == null ? null : t.clone();
@@ -290,7 +303,8 @@ public final class GradientSynchronizer implements AutoCloseable {
         return model;
     }
 
-    /** Stops the background thread (waiting up to the timeout for an all-reduce in progress); the communicator stays open. */
+    /** Stops the background thread (waiting up to the timeout for an all-reduce in progress); the communicator stays
+     * open. */
     @Override
     public void close() {
         lock.lock();
@@ -322,7 +336,8 @@ public final class GradientSynchronizer implements AutoCloseable {
     private void start() {
         int n = gradients.size();
         if (givenBackwardSeconds != null && givenBackwardSeconds.length != n) {
-            throw new IllegalStateException(givenBackwardSeconds.length + " backward times were given for " + n + " gradients");
+            throw new IllegalStateException(givenBackwardSeconds.length + " backward times were given for " + n
+                    + " gradients");
         }
         markedIn = new int[n];
         Arrays.fill(markedIn, -1);
@@ -424,7 +439,8 @@ public final class GradientSynchronizer implements AutoCloseable {
         }
     }
 
-    /** The plan for {@code t}: one fusion buffer holding every merged group, 64-byte aligned each; frees the old plan's. */
+    /** The plan for {@code t}: one fusion buffer holding every merged group, 64-byte aligned each; frees the old
+     * plan's. */
     private Plan plan(LayerType[] t, long[] bytes, Plan old) {
         if (old != null && old.fusion() != null) {
             comm.free(old.fusion());
@@ -508,7 +524,8 @@ public final class GradientSynchronizer implements AutoCloseable {
         }
     }
 
-    /** This iteration's backward time per tensor: the gap since the previous tensor was marked ready (0 for the first). */
+    /** This iteration's backward time per tensor: the gap since the previous tensor was marked ready (0 for the first).
+     * */
     private double[] backwardTimes() {
         lock.lock();
         try {

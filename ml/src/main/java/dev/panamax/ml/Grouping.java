@@ -21,11 +21,13 @@ final class Grouping {
         this.batches = batches;
     }
 
-    /** @throws IllegalArgumentException when the last tensor is {@link LayerType#MERGED} (there is nothing to merge it into) */
+    /** @throws IllegalArgumentException when the last tensor is {@link LayerType#MERGED} (there is nothing to merge it
+     * into) */
     static Grouping of(LayerType[] types) {
         int n = types.length;
         if (n > 0 && types[n - 1] == LayerType.MERGED) {
-            throw new IllegalArgumentException("the last tensor (" + (n - 1) + ") cannot be MERGED: no tensor follows it");
+            throw new IllegalArgumentException("the last tensor (" + (n - 1)
+                    + ") cannot be MERGED: no tensor follows it");
         }
         List<int[]> groups = new ArrayList<>();
         List<int[]> batches = new ArrayList<>();

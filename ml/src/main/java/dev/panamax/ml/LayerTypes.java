@@ -31,7 +31,8 @@ public final class LayerTypes {
     private LayerTypes() {
     }
 
-    /** One type per tensor of {@code profile}, in backward order; the last tensor is never MERGED, the first never SIMULTANEOUS. */
+    /** One type per tensor of {@code profile}, in backward order; the last tensor is never MERGED, the first never
+     * SIMULTANEOUS. */
     public static LayerType[] decide(BackwardProfile profile, AllReduceModel model, SyncPolicy policy) {
         int n = profile.tensors();
         LayerType[] types = new LayerType[n];
@@ -57,8 +58,10 @@ public final class LayerTypes {
         return types;
     }
 
-    /** The shortest modelled iteration over the types tensor {@code next} may take (later tensors normal); restores it to normal. */
-    private static double withNext(BackwardProfile profile, AllReduceModel model, SyncPolicy policy, LayerType[] types, int next) {
+    /** The shortest modelled iteration over the types tensor {@code next} may take (later tensors normal); restores it
+     * to normal. */
+    private static double withNext(BackwardProfile profile, AllReduceModel model, SyncPolicy policy, LayerType[] types,
+            int next) {
         if (next == types.length) {
             return WfbpSimulator.simulate(profile, model, types).iterationSeconds();
         }

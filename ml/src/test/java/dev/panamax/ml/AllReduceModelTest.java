@@ -10,10 +10,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class AllReduceModelTest {
-    /** Every rank fits the slowest rank's times, so all get the same model (its figures are timings: not checked here). */
+    /** Every rank fits the slowest rank's times, so all get the same model (its figures are timings: not checked here).
+     * */
     @Test
     void calibrationIsTheSameOnEveryRank() {
-        List<AllReduceModel> models = LocalRanks.run(3, comm -> AllReduceModel.calibrate(comm, List.of(4096L, 65536L, 1L << 20), 1, 5));
+        List<AllReduceModel> models = LocalRanks.run(3, comm -> AllReduceModel.calibrate(comm, List.of(4096L, 65536L,
+                1L << 20), 1, 5));
         for (AllReduceModel m : models) {
             assertEquals(models.getFirst(), m);
         }
@@ -23,7 +25,8 @@ class AllReduceModelTest {
         assertTrue(m.copy() > 1e-12 && m.copy() < 1e-6, m.toString());
     }
 
-    /** The relative-error fit gives back an exact line, and one wild large time moves its a far less than plain least squares'. */
+    /** The relative-error fit gives back an exact line, and one wild large time moves its a far less than plain least
+     * squares'. */
     @Test
     void relativeFitKeepsTheStartupOfTheSmallSizes() {
         double[] m = {4096, 16384, 65536, 262144, 1 << 20, 4 << 20};
@@ -85,7 +88,8 @@ class AllReduceModelTest {
     /** The measured times come with the model, and the model is the one calibrate gives. */
     @Test
     void measureKeepsTheTimesItFitted() {
-        List<AllReduceModel.Calibration> c = LocalRanks.run(2, comm -> AllReduceModel.measure(comm, List.of(4096L, 65536L), 1, 3));
+        List<AllReduceModel.Calibration> c = LocalRanks.run(2, comm -> AllReduceModel.measure(comm, List.of(4096L,
+                65536L), 1, 3));
         AllReduceModel.Calibration first = c.getFirst();
         assertEquals(2, first.bytes().length);
         assertEquals(65536L, first.bytes()[1]);
@@ -99,7 +103,8 @@ class AllReduceModelTest {
     void medianRelativeErrorOfTheFit() {
         AllReduceModel m = new AllReduceModel(1e-3, 1e-9, 2);
         // a + b m = 1.001, 1.01, 1.1 ms against 1.001 (0 %), 1.212 (~16.7 %), 2.2 (50 %) measured.
-        var c = new AllReduceModel.Calibration(new long[]{1000, 10_000, 100_000}, new double[]{1.001e-3, 1.212e-3, 2.2e-3},
+        var c = new AllReduceModel.Calibration(new long[]{1000, 10_000, 100_000},
+                new double[]{1.001e-3, 1.212e-3, 2.2e-3},
                 new double[]{2e-3, 2e-3, 4e-3}, m);
         assertEquals(0.202 / 1.212, c.medianRelativeError(), 1e-12);
     }
@@ -112,7 +117,8 @@ class AllReduceModelTest {
         assertEquals(0, new AllReduceModel(1, 1, 1).copy());
         LocalRanks.run(1, comm -> {
             assertThrows(IllegalArgumentException.class, () -> AllReduceModel.calibrate(comm, List.of(4096L), 1, 1));
-            assertThrows(IllegalArgumentException.class, () -> AllReduceModel.calibrate(comm, List.of(4096L, 4098L), 1, 1));
+            assertThrows(IllegalArgumentException.class, () ->
+                    AllReduceModel.calibrate(comm, List.of(4096L, 4098L), 1, 1));
             return null;
         });
     }

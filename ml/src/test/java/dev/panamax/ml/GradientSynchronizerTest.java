@@ -37,10 +37,12 @@ class GradientSynchronizerTest {
      * order (sleeping {@code gapNanos} between tensors), waits, and checks the average (or sum)
      * element by element. Returns each rank's final layer types.
      */
-    static List<LayerType[]> train(int n, UnaryOperator<GradientSynchronizer.Builder> configure, boolean average, long gapNanos, int iterations) {
+    static List<LayerType[]> train(int n, UnaryOperator<GradientSynchronizer.Builder> configure, boolean average,
+            long gapNanos, int iterations) {
         return LocalRanks.run(n, comm -> {
             try (Arena arena = Arena.ofShared();
-                 GradientSynchronizer sync = configure.apply(GradientSynchronizer.builder(comm).average(average)).build()) {
+                 GradientSynchronizer sync = configure.apply(GradientSynchronizer.builder(comm).average(average))
+                         .build()) {
                 List<MemorySegment> grads = new ArrayList<>();
                 for (long c : COUNTS) {
                     MemorySegment g = arena.allocate(Math.max(4, 4 * c), 64);
@@ -67,8 +69,10 @@ class GradientSynchronizerTest {
                             double want = average ? sum / n : sum;
                             float got = grads.get(t).getAtIndex(ValueLayout.JAVA_FLOAT, j);
                             if (Math.abs(got - want) > 1e-5 * Math.max(1, Math.abs(want))) {
-                                throw new AssertionError("rank " + comm.rank() + " iteration " + it + " tensor " + t + " element " + j
-                                        + ": " + got + ", expected " + want + " (types " + Arrays.toString(sync.layerTypes()) + ")");
+                                throw new AssertionError("rank " + comm.rank() + " iteration " + it + " tensor " + t
+                                        + " element " + j
+                                        + ": " + got + ", expected " + want + " (types "
+                                        + Arrays.toString(sync.layerTypes()) + ")");
                             }
                         }
                     }
@@ -97,7 +101,8 @@ class GradientSynchronizerTest {
     void mgWfbpMergesAndAverages() {
         AllReduceModel m = new AllReduceModel(1e-3, 1e-9, 1.5);
         for (int n : new int[]{1, 2, 3}) {
-            List<LayerType[]> types = train(n, b -> b.policy(SyncPolicy.MG_WFBP).model(m).backwardSeconds(zeros()), true, 0, ITERATIONS);
+            List<LayerType[]> types = train(n, b -> b.policy(SyncPolicy.MG_WFBP).model(m).backwardSeconds(zeros()),
+                    true, 0, ITERATIONS);
             assertTrue(Arrays.asList(types.getFirst()).contains(LayerType.MERGED), Arrays.toString(types.getFirst()));
             assertSame(types);
         }
@@ -109,10 +114,12 @@ class GradientSynchronizerTest {
         AllReduceModel m = new AllReduceModel(1e-3, 1e-9, 1.0);
         for (int n : new int[]{1, 2, 3}) {
             for (boolean average : new boolean[]{true, false}) {
-                List<LayerType[]> types = train(n, b -> b.policy(SyncPolicy.ASC_WFBP).model(m).backwardSeconds(zeros()), average, 0,
+                List<LayerType[]> types = train(n, b -> b.policy(SyncPolicy.ASC_WFBP).model(m).backwardSeconds(zeros()),
+                        average, 0,
                         ITERATIONS);
                 List<LayerType> first = Arrays.asList(types.getFirst());
-                assertTrue(first.contains(LayerType.SIMULTANEOUS) && first.contains(LayerType.MERGED), first.toString());
+                assertTrue(first.contains(LayerType.SIMULTANEOUS) && first.contains(LayerType.MERGED),
+                        first.toString());
                 assertSame(types);
             }
         }
@@ -129,7 +136,8 @@ class GradientSynchronizerTest {
         List<BackwardProfile> profiles = new ArrayList<>();
         List<LayerType[]> types = LocalRanks.run(2, comm -> {
             try (Arena arena = Arena.ofShared();
-                 GradientSynchronizer sync = GradientSynchronizer.builder(comm).policy(SyncPolicy.ASC_WFBP).model(m).profileIterations(2)
+                 GradientSynchronizer sync = GradientSynchronizer.builder(comm).policy(SyncPolicy.ASC_WFBP).model(m)
+                         .profileIterations(2)
                          .build()) {
                 MemorySegment[] g = new MemorySegment[6];
                 for (int t = 0; t < g.length; t++) {
@@ -175,11 +183,14 @@ class GradientSynchronizerTest {
                  GradientSynchronizer sync = GradientSynchronizer.builder(comm).policy(SyncPolicy.WFBP).build()) {
                 assertNull(sync.layerTypes());
                 MemorySegment a = arena.allocate(64, 64);
-                assertThrows(IllegalArgumentException.class, () -> sync.register(confined.allocate(64, 64), 4, DataType.FLOAT32));
-                assertThrows(IllegalArgumentException.class, () -> sync.register(MemorySegment.ofArray(new float[4]), 4, DataType.FLOAT32));
+                assertThrows(IllegalArgumentException.class, () ->
+                        sync.register(confined.allocate(64, 64), 4, DataType.FLOAT32));
+                assertThrows(IllegalArgumentException.class, () ->
+                        sync.register(MemorySegment.ofArray(new float[4]), 4, DataType.FLOAT32));
                 assertThrows(IllegalArgumentException.class, () -> sync.register(a, 17, DataType.FLOAT32));
                 assertEquals(0, sync.register(a.asSlice(0, 16), 4, DataType.FLOAT32));
-                assertThrows(IllegalArgumentException.class, () -> sync.register(a.asSlice(16, 16), 2, DataType.FLOAT64));
+                assertThrows(IllegalArgumentException.class, () ->
+                        sync.register(a.asSlice(16, 16), 2, DataType.FLOAT64));
                 assertEquals(1, sync.register(a.asSlice(16, 16), 4, DataType.FLOAT32));
                 assertThrows(IllegalStateException.class, sync::awaitAll);
                 sync.markReady(0);

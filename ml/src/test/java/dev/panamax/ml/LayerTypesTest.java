@@ -16,7 +16,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import java.util.Arrays;
 
 class LayerTypesTest {
     /** a = 1 s, b = 1 s/B, gamma = 1.5: times are easy to add up by hand. */
@@ -52,7 +51,8 @@ class LayerTypesTest {
     void threeTensorsReadyTogether() {
         BackwardProfile p = profile(new double[]{0, 0, 0}, 1, 1, 1);
         assertArrayEquals(new LayerType[]{MERGED, MERGED, NORMAL}, LayerTypes.decide(p, UNIT, SyncPolicy.MG_WFBP));
-        assertArrayEquals(new LayerType[]{MERGED, NORMAL, SIMULTANEOUS}, LayerTypes.decide(p, UNIT, SyncPolicy.ASC_WFBP));
+        assertArrayEquals(new LayerType[]{MERGED, NORMAL, SIMULTANEOUS},
+                LayerTypes.decide(p, UNIT, SyncPolicy.ASC_WFBP));
         assertEquals(4, WfbpSimulator.simulate(p, UNIT, SyncPolicy.MG_WFBP).iterationSeconds(), 1e-12);
         assertEquals(3.5, WfbpSimulator.simulate(p, UNIT, SyncPolicy.ASC_WFBP).iterationSeconds(), 1e-12);
     }
@@ -78,7 +78,8 @@ class LayerTypesTest {
     @Test
     void fusedGroupsStayWithinMaxFusedBytes() {
         BackwardProfile p = profile(new double[]{0, 0, 0, 0, 0, 0}, 1, 1, 1, 1, 1, 1);
-        assertArrayEquals(new LayerType[]{MERGED, MERGED, MERGED, MERGED, MERGED, NORMAL}, LayerTypes.decide(p, UNIT, SyncPolicy.MG_WFBP));
+        assertArrayEquals(new LayerType[]{MERGED, MERGED, MERGED, MERGED, MERGED, NORMAL},
+                LayerTypes.decide(p, UNIT, SyncPolicy.MG_WFBP));
         AllReduceModel capped = new AllReduceModel(UNIT.a(), UNIT.b(), UNIT.gamma(), UNIT.copy(), UNIT.a(), 2);
         for (SyncPolicy policy : List.of(SyncPolicy.MG_WFBP, SyncPolicy.ASC_WFBP)) {
             LayerType[] t = LayerTypes.decide(p, capped, policy);

@@ -22,10 +22,12 @@ class WfbpSimulatorTest {
         long[] bytes = {1000, 250_000, 7, 4_000_000, 0, 12_345};
         BackwardProfile p = new BackwardProfile(0.05, new double[bytes.length], bytes);
         double sum = Arrays.stream(bytes).sum();
-        assertEquals(0.05 + M.a() * bytes.length + M.b() * sum, WfbpSimulator.simulate(p, M, SyncPolicy.WFBP).iterationSeconds(), 1e-12);
+        assertEquals(0.05 + M.a() * bytes.length + M.b() * sum,
+                WfbpSimulator.simulate(p, M, SyncPolicy.WFBP).iterationSeconds(), 1e-12);
     }
 
-    /** Communication that keeps up with back-propagation hides: the iteration is forward + backward + the last all-reduce. */
+    /** Communication that keeps up with back-propagation hides: the iteration is forward + backward + the last
+     * all-reduce. */
     @Test
     void hiddenCommunicationLeavesOnlyTheLastAllReduce() {
         double[] t = {0.01, 0.01, 0.01, 0.01};
@@ -53,7 +55,8 @@ class WfbpSimulatorTest {
         assertEquals(8, tl.backwardSeconds(), 1e-12);
     }
 
-    /** The same typing with fusion copies (0.25 per byte): in as each member is ready, out after the all-reduce, on the issuing thread. */
+    /** The same typing with fusion copies (0.25 per byte): in as each member is ready, out after the all-reduce, on the
+     * issuing thread. */
     @Test
     void fusionCopiesDelayTheGroupAndWhatFollows() {
         AllReduceModel unit = new AllReduceModel(1, 1, 1.5, 0.25);
@@ -67,7 +70,8 @@ class WfbpSimulatorTest {
         assertEquals(0.5 + 16.5, tl.iterationSeconds(), 1e-12);
     }
 
-    /** Costly copies make fusion lose: many large tensors, all ready at once, stay unfused under MG-WFBP and ASC-WFBP. */
+    /** Costly copies make fusion lose: many large tensors, all ready at once, stay unfused under MG-WFBP and ASC-WFBP.
+     * */
     @Test
     void costlyCopiesStopFusion() {
         long[] bytes = new long[8];
@@ -93,7 +97,8 @@ class WfbpSimulatorTest {
     @Test
     void rejectsBadTypings() {
         BackwardProfile p = new BackwardProfile(0, new double[]{0, 0}, new long[]{1, 1});
-        assertThrows(IllegalArgumentException.class, () -> WfbpSimulator.simulate(p, M, new LayerType[]{NORMAL, MERGED}));
+        assertThrows(IllegalArgumentException.class, () ->
+                WfbpSimulator.simulate(p, M, new LayerType[]{NORMAL, MERGED}));
         assertThrows(IllegalArgumentException.class, () -> WfbpSimulator.simulate(p, M, new LayerType[]{NORMAL}));
         assertThrows(IllegalArgumentException.class, () -> new BackwardProfile(0, new double[]{-1}, new long[]{1}));
     }

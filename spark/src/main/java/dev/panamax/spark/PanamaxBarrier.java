@@ -224,11 +224,13 @@ public final class PanamaxBarrier {
         @Override
         public scala.collection.Iterator<U> apply(scala.collection.Iterator<T> partition) {
             try {
-                return CollectionConverters.asScala(fn.call(BarrierTaskContext.get(), CollectionConverters.asJava(partition)));
+                return CollectionConverters.asScala(fn.call(BarrierTaskContext.get(),
+                        CollectionConverters.asJava(partition)));
             } catch (RuntimeException e) {
                 throw e;
             } catch (Exception e) {
-                throw new IllegalStateException("barrier task of partition " + BarrierTaskContext.get().partitionId() + " failed", e);
+                throw new IllegalStateException("barrier task of partition " + BarrierTaskContext.get().partitionId()
+                        + " failed", e);
             }
         }
     }

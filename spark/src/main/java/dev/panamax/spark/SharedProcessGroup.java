@@ -89,9 +89,11 @@ final class SharedProcessGroup {
         try {
             return communicator.get(CommunicatorBuilder.DEFAULT_TIMEOUT_NANOS, TimeUnit.NANOSECONDS);
         } catch (ExecutionException e) {
-            throw new IllegalStateException("the executor's Panamax communicator for stage " + stage + " failed to connect", e.getCause());
+            throw new IllegalStateException("the executor's Panamax communicator for stage " + stage
+                    + " failed to connect", e.getCause());
         } catch (TimeoutException e) {
-            throw new CollectiveTimeoutException("the executor's Panamax communicator for stage " + stage + " did not connect in time");
+            throw new CollectiveTimeoutException("the executor's Panamax communicator for stage " + stage
+                    + " did not connect in time");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while waiting for the executor's Panamax communicator", e);

@@ -7,7 +7,8 @@ final class Gids {
     private Gids() {
     }
 
-    /** Whether the GID is an IPv4-mapped IPv6 address ({@code ::ffff:a.b.c.d}), as RoCE v2 GIDs of IPv4 interfaces are. */
+    /** Whether the GID is an IPv4-mapped IPv6 address ({@code ::ffff:a.b.c.d}), as RoCE v2 GIDs of IPv4 interfaces are.
+     * */
     static boolean isIpv4Mapped(byte[] gid) {
         for (int i = 0; i < 10; i++) {
             if (gid[i] != 0) {
@@ -29,7 +30,8 @@ final class Gids {
     /** {@code fe80:0000:...} groups of four hex digits, or {@code ::ffff:10.0.2.15} for IPv4-mapped GIDs. */
     static String format(byte[] gid) {
         if (isIpv4Mapped(gid)) {
-            return "::ffff:" + (gid[12] & 0xFF) + "." + (gid[13] & 0xFF) + "." + (gid[14] & 0xFF) + "." + (gid[15] & 0xFF);
+            return "::ffff:" + (gid[12] & 0xFF) + "." + (gid[13] & 0xFF) + "." + (gid[14] & 0xFF) + "."
+                    + (gid[15] & 0xFF);
         }
         String hex = HexFormat.of().formatHex(gid);
         StringBuilder sb = new StringBuilder();

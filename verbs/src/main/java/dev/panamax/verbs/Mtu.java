@@ -1,6 +1,7 @@
 package dev.panamax.verbs;
 
-/** Conversions between MTUs in bytes and {@code enum ibv_mtu} ({@code IBV_MTU_256 = 1} ... {@code IBV_MTU_4096 = 5}). */
+/** Conversions between MTUs in bytes and {@code enum ibv_mtu} ({@code IBV_MTU_256 = 1} ... {@code IBV_MTU_4096 = 5}).
+ * */
 final class Mtu {
     private Mtu() {
     }

@@ -40,7 +40,8 @@ public class VerbsException extends RuntimeException {
 
     /** A call that returned NULL or -1 and set errno. */
     static VerbsException errno(String verb, int errno, String context) {
-        return new VerbsException(verb, errno, verb + " failed: errno " + errno + " " + describe(errno) + suffix(context));
+        return new VerbsException(verb, errno,
+                verb + " failed: errno " + errno + " " + describe(errno) + suffix(context));
     }
 
     /** A call that returned an error number (positive, or negative as some providers do) instead of 0. */

@@ -96,7 +96,8 @@ class ClosingTest {
             assertFalse(qp.isOpen());
             assertFalse(mr.isOpen());
             cq.close(); // no queue pair uses it any more
-            assertThrows(IllegalStateException.class, () -> pd.createReliableQueuePair(cq, cq, QpCapabilities.of(1, 1)));
+            assertThrows(IllegalStateException.class, () ->
+                    pd.createReliableQueuePair(cq, cq, QpCapabilities.of(1, 1)));
         }
     }
 }

@@ -41,7 +41,8 @@ class VerbsDeviceTest {
             PortInfo port = context.queryPort(PORT);
             System.out.println(context.deviceName() + " port " + PORT + ": " + port);
             assertTrue(port.isActive());
-            assertTrue(port.activeMtu() >= 1 && port.activeMtu() <= port.maxMtu() && port.maxMtu() <= 5, port::toString);
+            assertTrue(port.activeMtu() >= 1 && port.activeMtu() <= port.maxMtu() && port.maxMtu() <= 5,
+                    port::toString);
             assertTrue(port.gidTableLength() > 0);
             int gidIndex = context.findRoceV2GidIndex(PORT);
             if (port.isEthernet()) {

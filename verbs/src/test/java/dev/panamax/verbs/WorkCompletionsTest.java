@@ -98,7 +98,8 @@ class WorkCompletionsTest {
             assertEquals("remote access error", e.statusString());
             assertEquals("work completion failed: remote access error (status 10); wr_id 99, queue pair 17, "
                     + "vendor error 0x0", e.getMessage());
-            assertEquals("transport retry counter exceeded", WorkCompletions.describeStatus(verbs_h.IBV_WC_RETRY_EXC_ERR()));
+            assertEquals("transport retry counter exceeded",
+                    WorkCompletions.describeStatus(verbs_h.IBV_WC_RETRY_EXC_ERR()));
         }
     }
 

@@ -207,7 +207,8 @@ public final class CudaBench {
                     }
                 }
             }));
-            System.out.println("one-rank all-reduce latency (float32 SUM, out of place; us per call incl. await, median of 5 runs):");
+            System.out.println("one-rank all-reduce latency (float32 SUM, out of place; us per call incl. await, "
+                    + "median of 5 runs):");
             System.out.printf(Locale.ROOT, "  %10s %10s%n", "size", "us");
             try (DeviceMemory send = context.allocate(MIB); DeviceMemory recv = context.allocate(MIB)) {
                 send.fill((byte) 0);

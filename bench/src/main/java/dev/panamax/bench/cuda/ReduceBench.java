@@ -75,9 +75,11 @@ public final class ReduceBench {
         }
         CudaDevice device = Cuda.device(ordinal);
         int version = Cuda.driverVersion();
-        System.out.printf(Locale.ROOT, "device %d: %s (compute capability %d.%d, %d multiprocessors), driver CUDA %d.%d%n",
+        System.out.printf(Locale.ROOT,
+                "device %d: %s (compute capability %d.%d, %d multiprocessors), driver CUDA %d.%d%n",
                 ordinal, device.name(), device.computeCapabilityMajor(), device.computeCapabilityMinor(),
-                device.attribute(cuda_h.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT()), version / 1000, version % 1000 / 10);
+                device.attribute(cuda_h.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT()), version / 1000,
+                        version % 1000 / 10);
         try (CudaContext context = device.retainPrimaryContext()) {
             long t0 = System.nanoTime();
             ReductionKernels kernels = ReductionKernels.load(context);

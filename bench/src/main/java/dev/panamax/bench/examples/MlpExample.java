@@ -37,11 +37,13 @@ public final class MlpExample {
      * @param learningRate SGD step size
      * @param seed        seeds the data and the initial weights
      */
-    public record Config(int features, int hidden, int samples, int globalBatch, int steps, double learningRate, long seed) {
+    public record Config(int features, int hidden, int samples, int globalBatch, int steps, double learningRate,
+            long seed) {
         public static final Config DEFAULT = new Config(16, 32, 4096, 64, 300, 0.5, 42);
     }
 
-    /** The training set: {@code x[i]} in R^features, {@code y[i]} in {0, 1} from a random teacher network, 5% of labels flipped. */
+    /** The training set: {@code x[i]} in R^features, {@code y[i]} in {0, 1} from a random teacher network, 5% of labels
+     * flipped. */
     record Dataset(double[][] x, double[] y) {
         static Dataset synthetic(Config c) {
             SplittableRandom r = new SplittableRandom(c.seed());
@@ -235,7 +237,8 @@ public final class MlpExample {
     public static double trainDistributed(Communicator comm, Config c, SyncPolicy policy, AllReduceModel model) {
         int n = comm.size();
         if (c.globalBatch() % n != 0) {
-            throw new IllegalArgumentException("global batch " + c.globalBatch() + " is not a multiple of the " + n + " ranks");
+            throw new IllegalArgumentException("global batch " + c.globalBatch() + " is not a multiple of the " + n
+                    + " ranks");
         }
         int share = c.globalBatch() / n;
         Dataset data = Dataset.synthetic(c);
@@ -287,9 +290,11 @@ public final class MlpExample {
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--policy" -> policy = SyncPolicy.valueOf(args[++i].toUpperCase(Locale.ROOT).replace('-', '_'));
-                case "--steps" -> c = new Config(c.features(), c.hidden(), c.samples(), c.globalBatch(), Integer.parseInt(args[++i]),
+                case "--steps" -> c = new Config(c.features(), c.hidden(), c.samples(), c.globalBatch(),
+                        Integer.parseInt(args[++i]),
                         c.learningRate(), c.seed());
-                default -> throw new IllegalArgumentException("unknown option " + args[i] + " (known: --policy, --steps)");
+                default -> throw new IllegalArgumentException("unknown option " + args[i]
+                        + " (known: --policy, --steps)");
             }
         }
         try (Communicator comm = Panamax.fromEnvironment()) {
@@ -298,7 +303,8 @@ public final class MlpExample {
             double seconds = (System.nanoTime() - t0) / 1e9;
             if (comm.rank() == 0) {
                 double single = trainSingle(c);
-                System.out.printf(Locale.ROOT, "ranks %d, policy %s, %d steps of global batch %d, %.2f s distributed%n", comm.size(), policy,
+                System.out.printf(Locale.ROOT, "ranks %d, policy %s, %d steps of global batch %d, %.2f s distributed%n",
+                        comm.size(), policy,
                         c.steps(), c.globalBatch(), seconds);
                 System.out.printf(Locale.ROOT, "loss distributed=%.10f single=%.10f%n", distributed, single);
             }

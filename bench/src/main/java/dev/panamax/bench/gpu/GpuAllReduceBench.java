@@ -33,7 +33,8 @@ import java.util.concurrent.TimeUnit;
  * ring and rhd (own stages) or NCCL's choice.
  *
  * <pre>
- * GpuAllReduceBench [--ranks 2] [--backend stages|nccl] [--max-mib 256] [--iters 20] [--warmup 5] [--algorithms ring,rhd]
+ * GpuAllReduceBench [--ranks 2] [--backend stages|nccl] [--max-mib 256] [--iters 20] [--warmup 5] [--algorithms
+ * ring,rhd]
  * </pre>
  *
  * With {@code --backend nccl} rank r uses device {@code r}, so {@code --ranks} must not exceed the
@@ -63,7 +64,8 @@ public final class GpuAllReduceBench {
                 case "--algorithms" -> algorithms = args[++i];
                 case "--backend" -> backend = GpuBackend.valueOf(args[++i].toUpperCase(Locale.ROOT));
                 default -> {
-                    System.err.println("usage: GpuAllReduceBench [--ranks N] [--backend stages|nccl] [--max-mib M] [--iters I] [--warmup W] "
+                    System.err.println("usage: GpuAllReduceBench [--ranks N] [--backend stages|nccl] [--max-mib M] "
+                            + "[--iters I] [--warmup W] "
                             + "[--algorithms ring,rhd]");
                     System.exit(2);
                 }
@@ -146,10 +148,12 @@ public final class GpuAllReduceBench {
             buf.fill((byte) 0);
             MemorySegment t = Arena.ofAuto().allocate(8, 8);
             if (gpu.rank() == 0) {
-                System.out.println("# GpuAllReduceBench: " + n + " rank processes on " + ctx.device().name() + ", backend " + backend
+                System.out.println("# GpuAllReduceBench: " + n + " rank processes on " + ctx.device().name()
+                        + ", backend " + backend
                         + ", float32 sum, in place, "
                         + iters + " iterations after " + warmup + " warm-up");
-                System.out.printf("# %-5s %12s %12s %10s %8s %8s%n", "algo", "size(B)", "count", "time(us)", "algbw", "busbw");
+                System.out.printf("# %-5s %12s %12s %10s %8s %8s%n", "algo", "size(B)", "count", "time(us)", "algbw",
+                        "busbw");
             }
             for (String algorithm : algorithms) {
                 gpu.setAlgorithm(algorithm);
@@ -170,7 +174,8 @@ public final class GpuAllReduceBench {
                     seconds = t.get(ValueLayout.JAVA_DOUBLE, 0);
                     double algbw = bytes / seconds / 1e9;
                     if (gpu.rank() == 0) {
-                        System.out.printf("  %-5s %12d %12d %10.1f %8.2f %8.2f%n", algorithm, bytes, count, seconds * 1e6, algbw,
+                        System.out.printf("  %-5s %12d %12d %10.1f %8.2f %8.2f%n", algorithm, bytes, count,
+                                seconds * 1e6, algbw,
                                 algbw * 2 * (n - 1) / n);
                     }
                 }

@@ -224,7 +224,8 @@ public final class SyntheticModels {
         return n.profile(0.062, 0.124);
     }
 
-    /** BERT-Base (12 layers, hidden 768, intermediate 3072, vocabulary 30522) with the pre-training heads; batch 64 x 64 tokens. */
+    /** BERT-Base (12 layers, hidden 768, intermediate 3072, vocabulary 30522) with the pre-training heads; batch 64 x
+     * 64 tokens. */
     public static BackwardProfile bertBase() {
         Net n = new Net();
         long h = 768;

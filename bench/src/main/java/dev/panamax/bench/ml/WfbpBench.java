@@ -63,31 +63,43 @@ public final class WfbpBench {
         }
         try (Communicator comm = Panamax.fromEnvironment()) {
             boolean print = comm.rank() == 0;
-            AllReduceModel.Calibration calibration = AllReduceModel.measure(comm, AllReduceModel.CALIBRATION_BYTES, 5, 41);
+            AllReduceModel.Calibration calibration =
+                    AllReduceModel.measure(comm, AllReduceModel.CALIBRATION_BYTES, 5, 41);
             AllReduceModel model = calibration.model();
             // A simulated gap smaller than the model's own error at the sizes it was fitted to is no prediction.
             double tie = Math.max(MIN_SIM_TIE, calibration.medianRelativeError());
             if (print) {
-                System.out.printf(Locale.ROOT, "# wfbp-bench: np %d, transport %s, sizes x %s, times x %s, %d warm-up + %d timed turns "
-                                + "(an iteration of each policy per turn)%n", comm.size(), comm.size() > 1 ? comm.transportTo(1) : "self",
+                System.out.printf(Locale.ROOT,
+                        "# wfbp-bench: np %d, transport %s, sizes x %s, times x %s, %d warm-up + %d timed turns "
+                                + "(an iteration of each policy per turn)%n", comm.size(),
+                                comm.size() > 1 ? comm.transportTo(1) : "self",
                         sizeScale, timeScale, warmup, iters);
-                System.out.printf(Locale.ROOT, "# calibrated: a = %.1f us, b = %.3f ns/B, gamma = %.2f, copy = %.3f ns/B, pair startup = %.1f us%n",
+                System.out.printf(Locale.ROOT,
+                        "# calibrated: a = %.1f us, b = %.3f ns/B, gamma = %.2f, copy = %.3f ns/B, pair startup = "
+                                + "%.1f us%n",
                         model.a() * 1e6, model.b() * 1e9, model.gamma(), model.copy() * 1e9, model.pairA() * 1e6);
                 for (int i = 0; i < calibration.bytes().length; i++) {
                     long m = calibration.bytes()[i];
-                    System.out.printf(Locale.ROOT, "#   %8d B: one %8.3f ms (a + b m: %8.3f), two together %8.3f ms (%.2fx; model: %8.3f)%n",
-                            m, calibration.oneSeconds()[i] * 1e3, model.seconds(m) * 1e3, calibration.pairSeconds()[i] * 1e3,
-                            calibration.pairSeconds()[i] / calibration.oneSeconds()[i], model.simultaneousSeconds(new double[]{m, m}) * 1e3);
+                    System.out.printf(Locale.ROOT,
+                            "#   %8d B: one %8.3f ms (a + b m: %8.3f), two together %8.3f ms (%.2fx; model: %8.3f)%n",
+                            m, calibration.oneSeconds()[i] * 1e3, model.seconds(m) * 1e3,
+                                    calibration.pairSeconds()[i] * 1e3,
+                            calibration.pairSeconds()[i] / calibration.oneSeconds()[i],
+                                    model.simultaneousSeconds(new double[]{m, m}) * 1e3);
                 }
-                System.out.printf(Locale.ROOT, "# the model's error: median %.0f %% over those sizes; simulated times closer than that are a tie (=)%n",
+                System.out.printf(Locale.ROOT,
+                        "# the model's error: median %.0f %% over those sizes; simulated times closer than that are a "
+                                + "tie (=)%n",
                         tie * 100);
-                System.out.printf(Locale.ROOT, "# %-12s %-9s %8s %8s %7s %7s %5s %5s %5s%n", "model", "policy", "tensors", "MB", "meas-ms",
+                System.out.printf(Locale.ROOT, "# %-12s %-9s %8s %8s %7s %7s %5s %5s %5s%n", "model", "policy",
+                        "tensors", "MB", "meas-ms",
                         "sim-ms", "allr", "fused", "pairs");
             }
             for (String name : models) {
                 var supplier = SyntheticModels.all().getOrDefault(name, SyntheticModels.probes().get(name));
                 if (supplier == null) {
-                    throw new IllegalArgumentException("unknown model " + name + "; known: " + SyntheticModels.all().keySet() + " and the probes "
+                    throw new IllegalArgumentException("unknown model " + name + "; known: "
+                            + SyntheticModels.all().keySet() + " and the probes "
                             + SyntheticModels.probes().keySet());
                 }
                 BackwardProfile p = scale(supplier.get(), sizeScale, timeScale);
@@ -102,7 +114,8 @@ public final class WfbpBench {
                     simulated[k] = WfbpSimulator.simulate(p, model, types[k]).iterationSeconds();
                     if (print) {
                         int[] c = counts(types[k]);
-                        System.out.printf(Locale.ROOT, "  %-12s %-9s %8d %8.1f %7.1f %7.1f %5d %5d %5d%n", name, policy, p.tensors(),
+                        System.out.printf(Locale.ROOT, "  %-12s %-9s %8d %8.1f %7.1f %7.1f %5d %5d %5d%n", name, policy,
+                                p.tensors(),
                                 p.totalBytes() / 1e6, measured[k] * 1e3, simulated[k] * 1e3, c[0], c[1], c[2]);
                     }
                 }
@@ -110,7 +123,8 @@ public final class WfbpBench {
                     for (String line : pairs(laps, simulated)) {
                         System.out.println("#   " + line);
                     }
-                    System.out.printf(Locale.ROOT, "# %s: measured %s; simulated %s: %s%n", name, measuredOrder(measured, laps),
+                    System.out.printf(Locale.ROOT, "# %s: measured %s; simulated %s: %s%n", name,
+                            measuredOrder(measured, laps),
                             order(simulated, tie), verdict(laps, simulated, tie));
                 }
             }
@@ -134,7 +148,8 @@ public final class WfbpBench {
      * this rank's timed iterations, nanoseconds, by policy and turn; puts each synchronizer's
      * layer types into {@code types}.
      */
-    private static long[][] run(Communicator comm, BackwardProfile p, AllReduceModel model, int warmup, int iters, LayerType[][] types) {
+    private static long[][] run(Communicator comm, BackwardProfile p, AllReduceModel model, int warmup, int iters,
+            LayerType[][] types) {
         SyncPolicy[] policies = SyncPolicy.values();
         long[] bytes = p.bytes();
         double[] ready = p.readySeconds();
@@ -256,13 +271,15 @@ public final class WfbpBench {
     /** The smallest relative difference of simulated times that counts as a difference at all. */
     private static final double MIN_SIM_TIE = 1e-3;
 
-    /** The policies from fastest to slowest, e.g. "ASC_WFBP < MG_WFBP < WFBP", "=" for times within {@code tie} (relative). */
+    /** The policies from fastest to slowest, e.g. "ASC_WFBP < MG_WFBP < WFBP", "=" for times within {@code tie}
+     * (relative). */
     private static String order(double[] seconds, double tie) {
         List<SyncPolicy> p = new ArrayList<>(List.of(SyncPolicy.values()));
         p.sort(Comparator.comparingDouble(x -> seconds[x.ordinal()]));
         StringBuilder b = new StringBuilder(p.getFirst().name());
         for (int i = 1; i < p.size(); i++) {
-            boolean same = seconds[p.get(i).ordinal()] - seconds[p.get(i - 1).ordinal()] <= tie * seconds[p.get(i - 1).ordinal()];
+            boolean same = seconds[p.get(i).ordinal()] - seconds[p.get(i - 1).ordinal()] <= tie * seconds[p.get(i - 1)
+                    .ordinal()];
             b.append(same ? " = " : " < ").append(p.get(i));
         }
         return b.toString();
@@ -335,8 +352,11 @@ public final class WfbpBench {
                 }
                 int w = wins(laps, fast, slow);
                 int l = wins(laps, slow, fast);
-                out.add(String.format(Locale.ROOT, "%s / %s: simulated %.3f, measured %.3f (median per turn); %s faster in %d of %d turns, p = %.2g",
-                        policies[slow], policies[fast], simulated[slow] / simulated[fast], median(ratio), policies[fast], w, ratio.length,
+                out.add(String.format(Locale.ROOT,
+                        "%s / %s: simulated %.3f, measured %.3f (median per turn); %s faster in %d of %d turns, p = "
+                                + "%.2g",
+                        policies[slow], policies[fast], simulated[slow] / simulated[fast], median(ratio),
+                                policies[fast], w, ratio.length,
                         signTestP(w, l)));
             }
         }
@@ -366,9 +386,11 @@ public final class WfbpBench {
             }
         }
         if (differ > 0) {
-            return "order differs (" + differ + " of " + (agree + differ + open) + " simulated pairs measured the other way)";
+            return "order differs (" + differ + " of " + (agree + differ + open)
+                    + " simulated pairs measured the other way)";
         }
-        return open == 0 ? "same order" : "same order where resolved (" + agree + " of " + (agree + open) + " pairs; " + open
+        return open == 0 ? "same order" : "same order where resolved (" + agree + " of " + (agree + open) + " pairs; "
+                + open
                 + " within the noise)";
     }
 }

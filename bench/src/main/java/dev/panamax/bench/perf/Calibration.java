@@ -16,6 +16,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import dev.panamax.collectives.Collective;
+import java.util.Arrays;
 
 /**
  * {@code --calibrate}: measures what the cost models need, on every rank alike; rank 0 prints.
@@ -61,7 +63,8 @@ final class Calibration {
             a.fill((byte) 1);
             b.fill((byte) 0);
 
-            // Which peers rank 0 ping-pongs with: the first reached over each transport; every rank learns them from rank 0.
+            // Which peers rank 0 ping-pongs with: the first reached over each transport; every rank learns them from
+            // rank 0.
             MemorySegment peerList = buffer(arena, 4L * (n + 1));
             Map<String, Integer> byKind = new LinkedHashMap<>();
             if (rank == 0) {
@@ -74,8 +77,8 @@ final class Calibration {
                     peerList.set(ValueLayout.JAVA_INT, 4L * i++, p);
                 }
             }
-            comm.setAlgorithm(dev.panamax.collectives.Collective.BROADCAST, "ring");
-            comm.setAlgorithm(dev.panamax.collectives.Collective.ALL_REDUCE, "ring");
+            comm.setAlgorithm(Collective.BROADCAST, "ring");
+            comm.setAlgorithm(Collective.ALL_REDUCE, "ring");
             comm.broadcast(peerList, n + 1, DataType.INT32, 0);
             int[] peers = new int[peerList.get(ValueLayout.JAVA_INT, 0)];
             for (int i = 0; i < peers.length; i++) {
@@ -164,7 +167,7 @@ final class Calibration {
 
     /** The median (the mean of the middle two for an even length); sorts {@code v}. */
     static double median(long[] v) {
-        java.util.Arrays.sort(v);
+        Arrays.sort(v);
         int n = v.length;
         return n == 0 ? 0 : (n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0);
     }
@@ -191,9 +194,9 @@ final class Calibration {
     private double concurrent(MemorySegment[] recv, long count, int k, int reps, MemorySegment stat) {
         comm.barrier();
         long[] laps = new long[reps];
-        List<MemorySegment> buffers = java.util.Arrays.asList(recv).subList(0, k);
+        List<MemorySegment> buffers = Arrays.asList(recv).subList(0, k);
         long[] counts = new long[k];
-        java.util.Arrays.fill(counts, count);
+        Arrays.fill(counts, count);
         for (int r = 0; r < reps; r++) {
             long t0 = System.nanoTime();
             comm.allReduceConcurrently(buffers, counts, DataType.FLOAT32, ReduceOp.SUM);
@@ -217,8 +220,10 @@ final class Calibration {
     private void report(String transport, List<Long> sizes, int[] peers, String[] kinds, double[][] pp, double[] ar,
                         long gammaBytes, double[] tk) {
         int n = comm.size();
-        out.printf(Locale.ROOT, "# panamax-perf calibration: np %d, transport %s, sizes %d..%d B, warmup iters %d, iters %d%n",
-                n, transport, sizes.isEmpty() ? 0 : sizes.getFirst(), sizes.isEmpty() ? 0 : sizes.getLast(), config.warmup(), config.iters());
+        out.printf(Locale.ROOT,
+                "# panamax-perf calibration: np %d, transport %s, sizes %d..%d B, warmup iters %d, iters %d%n",
+                n, transport, sizes.isEmpty() ? 0 : sizes.getFirst(), sizes.isEmpty() ? 0 : sizes.getLast(),
+                        config.warmup(), config.iters());
         out.println("#");
         StringBuilder h = new StringBuilder(String.format(Locale.ROOT, "#%11s", "size"));
         for (int k = 0; k < peers.length; k++) {
@@ -226,7 +231,8 @@ final class Calibration {
         }
         h.append(String.format(Locale.ROOT, " %18s", "allreduce ring"));
         out.println(h);
-        out.printf(Locale.ROOT, "#%11s%s%n", "(B)", " %18s".formatted("(us, one way)").repeat(peers.length) + " %18s".formatted("(us)"));
+        out.printf(Locale.ROOT, "#%11s%s%n", "(B)",
+                " %18s".formatted("(us, one way)").repeat(peers.length) + " %18s".formatted("(us)"));
         out.println("#   (medians over the iterations)");
         for (int s = 0; s < sizes.size(); s++) {
             StringBuilder l = new StringBuilder(String.format(Locale.ROOT, "%12d", sizes.get(s)));
@@ -242,15 +248,18 @@ final class Calibration {
         double gamma = Double.NaN;
         if (tk != null && m.length >= 2) {
             try {
-                gamma = LinearFit.contention(fit(m, ar), new double[] {gammaBytes}, new double[] {tk[KS.length - 1]}).gamma();
+                gamma = LinearFit.contention(fit(m, ar), new double[] {gammaBytes}, new double[] {tk[KS.length - 1]})
+                        .gamma();
             } catch (IllegalArgumentException e) {
                 gamma = Double.NaN;
             }
         }
         String g = Double.isNaN(gamma) ? "N/A" : String.format(Locale.ROOT, "%.3f", gamma);
         out.println("#");
-        out.println("# least-squares fit t = alpha + beta * m over the sizes; bw = 1/beta (all-reduce: bus bandwidth 2(n-1)/n / beta)");
-        out.printf(Locale.ROOT, "#%-27s %10s %11s %9s %8s %7s%n", " series", "alpha(us)", "beta(ns/B)", "bw(GB/s)", "R^2", "gamma");
+        out.println("# least-squares fit t = alpha + beta * m over the sizes; bw = 1/beta (all-reduce: bus bandwidth "
+                + "2(n-1)/n / beta)");
+        out.printf(Locale.ROOT, "#%-27s %10s %11s %9s %8s %7s%n", " series", "alpha(us)", "beta(ns/B)", "bw(GB/s)",
+                "R^2", "gamma");
         Line[] fits = new Line[peers.length];
         for (int k = 0; k < peers.length; k++) {
             fits[k] = fit(m, pp[k]);
@@ -259,7 +268,8 @@ final class Calibration {
         Line arFit = fit(m, ar);
         out.println(fitLine("allreduce ring np " + n, arFit, n > 1 ? 2.0 * (n - 1) / n : 1, g));
         if (tk != null) {
-            StringBuilder r = new StringBuilder("# gamma: k all-reduces of " + gammaBytes + " B run together (allReduceConcurrently) take T_k/T_1 =");
+            StringBuilder r = new StringBuilder("# gamma: k all-reduces of " + gammaBytes
+                    + " B run together (allReduceConcurrently) take T_k/T_1 =");
             for (int j = 0; j < KS.length; j++) {
                 r.append(String.format(Locale.ROOT, " %.2f (k=%d)", tk[j] / tk[0], KS[j]));
             }
@@ -273,7 +283,8 @@ final class Calibration {
 
     private static String fitLine(String name, Line f, double busFactor, String gamma) {
         double bw = f.beta() > 0 ? busFactor / f.beta() / 1e9 : Double.NaN;
-        return String.format(Locale.ROOT, " %-27s %10.3f %11.5f %9.3f %8.5f %7s", name, f.alpha() * 1e6, f.beta() * 1e9, bw, f.r2(), gamma);
+        return String.format(Locale.ROOT, " %-27s %10.3f %11.5f %9.3f %8.5f %7s", name, f.alpha() * 1e6, f.beta() * 1e9,
+                bw, f.r2(), gamma);
     }
 
     /**
@@ -320,11 +331,12 @@ final class Calibration {
         return String.format(Locale.ROOT, "%.3gus", a * 1e6);
     }
 
-    /** Least squares of t = alpha + beta * m ({@link LinearFit#linear}); NaN parts with fewer than two distinct sizes. */
+    /** Least squares of t = alpha + beta * m ({@link LinearFit#linear}); NaN parts with fewer than two distinct sizes.
+     * */
     static Line fit(double[] m, double[] t) {
         int n = Math.min(m.length, t.length);
         try {
-            return LinearFit.linear(java.util.Arrays.copyOf(m, n), java.util.Arrays.copyOf(t, n));
+            return LinearFit.linear(Arrays.copyOf(m, n), Arrays.copyOf(t, n));
         } catch (IllegalArgumentException e) {
             return new Line(n == 1 ? t[0] : Double.NaN, Double.NaN, Double.NaN);
         }

@@ -48,7 +48,8 @@ public final class CheckData {
         }
     }
 
-    /** The exact expected value of element {@code i} of the receive buffer of {@code rank}, before rounding to the type. */
+    /** The exact expected value of element {@code i} of the receive buffer of {@code rank}, before rounding to the
+     * type. */
     public double expected(int rank, long count, long i) {
         return switch (collective) {
             case ALLREDUCE, REDUCE -> reduceOver(i);
@@ -72,7 +73,8 @@ public final class CheckData {
         return op == ReduceOp.AVG ? acc / ranks : acc;
     }
 
-    /** Elements of the receive buffer of {@code rank} that differ from the expected result (0 for a reduce's non-root ranks). */
+    /** Elements of the receive buffer of {@code rank} that differ from the expected result (0 for a reduce's non-root
+     * ranks). */
     public long countWrong(MemorySegment recv, int rank, long count) {
         if (collective == PerfCollective.REDUCE && rank != root) {
             return 0;

@@ -35,7 +35,8 @@ final class DeviceTarget implements PerfRunner.Target {
     private final MemorySegment staging;
     private String algorithm;
 
-    private DeviceTarget(PerfConfig config, int ranks, CudaContext context, GpuCommunicator gpu, DeviceMemory send, DeviceMemory recv,
+    private DeviceTarget(PerfConfig config, int ranks, CudaContext context, GpuCommunicator gpu, DeviceMemory send,
+            DeviceMemory recv,
                          Arena arena, MemorySegment staging) {
         this.config = config;
         this.ranks = ranks;
@@ -72,8 +73,10 @@ final class DeviceTarget implements PerfRunner.Target {
         if (missing.isEmpty()) {
             return null;
         }
-        return "-t " + transport + " needs the CUDA driver" + (nccl ? " and NCCL" : "") + ": " + String.join("; ", missing)
-                + (nccl && !Nccl.isAvailable() ? " (NCCL: e.g. PANAMAX_LIBRARY_NCCL=<site-packages>/nvidia/nccl/lib/libnccl.so.2 of the "
+        return "-t " + transport + " needs the CUDA driver" + (nccl ? " and NCCL" : "") + ": "
+                + String.join("; ", missing)
+                + (nccl && !Nccl.isAvailable()
+                ? " (NCCL: e.g. PANAMAX_LIBRARY_NCCL=<site-packages>/nvidia/nccl/lib/libnccl.so.2 of the "
                 + "Python package nvidia-nccl-cu13)" : "");
     }
 
@@ -92,8 +95,10 @@ final class DeviceTarget implements PerfRunner.Target {
         if (backend == GpuBackend.NCCL) {
             int local = sameHostRanks(host);
             if (local > devices) {
-                throw new IllegalStateException("rank " + host.rank() + ": -t nccl needs a CUDA device per rank (NCCL does not put two "
-                        + "ranks of a communicator on one device): " + local + " ranks on this host, " + devices + " device(s)");
+                throw new IllegalStateException("rank " + host.rank()
+                        + ": -t nccl needs a CUDA device per rank (NCCL does not put two "
+                        + "ranks of a communicator on one device): " + local + " ranks on this host, " + devices
+                        + " device(s)");
             }
         }
         int device = Math.floorMod(base + localRank, devices);
@@ -169,7 +174,9 @@ final class DeviceTarget implements PerfRunner.Target {
             case REDUCESCATTER -> gpu.reduceScatter(send, recv, count, config.type(), config.op());
             case ALLGATHER -> gpu.allGather(send, recv, count, config.type());
             case BROADCAST -> gpu.broadcast(send, recv, count, config.type(), config.root());
-            case REDUCE -> throw new UnsupportedOperationException("device memory has no reduce; use -t shm, tcp, verbs or local");
+            case REDUCE ->
+                    throw new UnsupportedOperationException("device memory has no reduce; use -t shm, tcp, verbs or "
+                            + "local");
         }
     }
 

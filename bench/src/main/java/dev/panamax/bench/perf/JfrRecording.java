@@ -92,7 +92,8 @@ final class JfrRecording implements AutoCloseable {
                 break;
             }
         }
-        throw new IllegalArgumentException("--jfr-steps takes off, all or a duration (500us, 2ms, 1s), not '" + s + "'");
+        throw new IllegalArgumentException("--jfr-steps takes off, all or a duration (500us, 2ms, 1s), not '" + s
+                + "'");
     }
 
     Path file() {

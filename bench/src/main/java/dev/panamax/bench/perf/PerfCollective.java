@@ -39,7 +39,8 @@ public enum PerfCollective {
                 return c;
             }
         }
-        throw new IllegalArgumentException("unknown collective '" + name + "'; known: allreduce, reducescatter, allgather, broadcast, reduce");
+        throw new IllegalArgumentException("unknown collective '" + name
+                + "'; known: allreduce, reducescatter, allgather, broadcast, reduce");
     }
 
     /** The library's name for this collective (algorithm selection, schedules, the planner). */
@@ -63,7 +64,8 @@ public enum PerfCollective {
         return this == BROADCAST || this == REDUCE;
     }
 
-    /** busbw = algbw * factor: 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter and all-gather, 1 for broadcast and reduce. */
+    /** busbw = algbw * factor: 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter and all-gather, 1 for broadcast and
+     * reduce. */
     public double busBwFactor(int ranks) {
         return switch (this) {
             case ALLREDUCE -> 2.0 * (ranks - 1) / ranks;
@@ -98,7 +100,8 @@ public enum PerfCollective {
     }
 
     /** Runs the collective once. */
-    public void run(Communicator comm, MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
+    public void run(Communicator comm, MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op,
+            int root) {
         switch (this) {
             case ALLREDUCE -> comm.allReduce(send, recv, count, type, op);
             case REDUCESCATTER -> comm.reduceScatter(send, recv, count, type, op);

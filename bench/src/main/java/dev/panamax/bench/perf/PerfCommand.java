@@ -37,107 +37,143 @@ public final class PerfCommand implements Callable<Integer> {
             description = "allreduce, reducescatter, allgather, broadcast or reduce (optional with --calibrate)")
     String collective;
 
-    @Option(names = {"-np", "--nranks"}, paramLabel = "N", description = "number of ranks (default: ${DEFAULT-VALUE})", defaultValue = "2")
+    @Option(names = {"-np", "--nranks"}, paramLabel = "N", description = "number of ranks (default: ${DEFAULT-VALUE})",
+            defaultValue = "2")
     int ranks;
 
     @Option(names = {"-t", "--transport"}, paramLabel = "T", defaultValue = "shm",
-            description = "local (threads in this JVM), shm (local processes over shared memory), tcp (local processes over TCP), verbs (local processes over RDMA, needs an RDMA device), "
+            description =
+                    "local (threads in this JVM), shm (local processes over shared memory), tcp (local processes over "
+                            + "TCP), verbs (local processes over RDMA, needs an RDMA device), "
                     + "auto (shared memory to same-node peers, TCP to the others; see PANAMAX_NODE), "
-                    + "gpu (device memory, own stages over CUDA IPC) or nccl (device memory, NCCL); default: ${DEFAULT-VALUE}")
+                    + "gpu (device memory, own stages over CUDA IPC) or nccl (device memory, NCCL); default: "
+                    + "${DEFAULT-VALUE}")
     String transport;
 
-    @Option(names = {"-b", "--minbytes"}, paramLabel = "SIZE", defaultValue = "8", description = "smallest size (default: ${DEFAULT-VALUE})")
+    @Option(names = {"-b", "--minbytes"}, paramLabel = "SIZE", defaultValue = "8",
+            description = "smallest size (default: ${DEFAULT-VALUE})")
     String minBytes;
 
-    @Option(names = {"-e", "--maxbytes"}, paramLabel = "SIZE", defaultValue = "32M", description = "largest size (default: ${DEFAULT-VALUE})")
+    @Option(names = {"-e", "--maxbytes"}, paramLabel = "SIZE", defaultValue = "32M",
+            description = "largest size (default: ${DEFAULT-VALUE})")
     String maxBytes;
 
-    @Option(names = {"-f", "--stepfactor"}, paramLabel = "F", description = "multiply the size by F each step (default 2 unless -i is given)")
+    @Option(names = {"-f", "--stepfactor"}, paramLabel = "F",
+            description = "multiply the size by F each step (default 2 unless -i is given)")
     Double stepFactor;
 
     @Option(names = {"-i", "--stepbytes"}, paramLabel = "SIZE", description = "add SIZE to the size each step")
     String stepBytes;
 
-    @Option(names = {"-n", "--iters"}, paramLabel = "N", defaultValue = "20", description = "timed iterations per size (default: ${DEFAULT-VALUE})")
+    @Option(names = {"-n", "--iters"}, paramLabel = "N", defaultValue = "20",
+            description = "timed iterations per size (default: ${DEFAULT-VALUE})")
     int iters;
 
-    @Option(names = {"-w", "--warmup_iters"}, paramLabel = "N", defaultValue = "5", description = "warm-up iterations per size (default: ${DEFAULT-VALUE})")
+    @Option(names = {"-w", "--warmup_iters"}, paramLabel = "N", defaultValue = "5",
+            description = "warm-up iterations per size (default: ${DEFAULT-VALUE})")
     int warmup;
 
-    @Option(names = {"-c", "--check"}, paramLabel = "0|1", defaultValue = "1", description = "check the results (default: ${DEFAULT-VALUE})")
+    @Option(names = {"-c", "--check"}, paramLabel = "0|1", defaultValue = "1",
+            description = "check the results (default: ${DEFAULT-VALUE})")
     int check;
 
     @Option(names = {"-d", "--datatype"}, paramLabel = "TYPE", defaultValue = "float32",
-            description = "float32|float, float64|double, float16|half, bfloat16|bf16, int32|int, int64, int8, uint8 (default: ${DEFAULT-VALUE})")
+            description =
+                    "float32|float, float64|double, float16|half, bfloat16|bf16, int32|int, int64, int8, uint8 "
+                            + "(default: ${DEFAULT-VALUE})")
     String datatype;
 
-    @Option(names = {"-o", "--op"}, paramLabel = "OP", defaultValue = "sum", description = "sum, prod, min, max or avg (default: ${DEFAULT-VALUE})")
+    @Option(names = {"-o", "--op"}, paramLabel = "OP", defaultValue = "sum",
+            description = "sum, prod, min, max or avg (default: ${DEFAULT-VALUE})")
     String op;
 
-    @Option(names = {"-r", "--root"}, paramLabel = "R", defaultValue = "0", description = "root rank of broadcast and reduce (default: ${DEFAULT-VALUE})")
+    @Option(names = {"-r", "--root"}, paramLabel = "R", defaultValue = "0",
+            description = "root rank of broadcast and reduce (default: ${DEFAULT-VALUE})")
     int root;
 
     @Option(names = {"-a", "--algorithm"}, paramLabel = "ALG[,ALG...]", defaultValue = "auto", split = ",",
-            description = "algorithms to sweep, one after the other: ring, rhd, butterfly, reduce-bcast, two-level, mdring, blueconnect, "
+            description =
+                    "algorithms to sweep, one after the other: ring, rhd, butterfly, reduce-bcast, two-level, mdring, "
+                            + "blueconnect, "
                     + "direct, ... or auto (the planner's choice per size) (default: ${DEFAULT-VALUE})")
     List<String> algorithms;
 
     @Option(names = "--topology", paramLabel = "SPEC",
-            description = "topology every rank sets before measuring, e.g. 2x2 or 2x2:bw=5G,50M:alpha=5us,100us (default: the communicator's own)")
+            description =
+                    "topology every rank sets before measuring, e.g. 2x2 or 2x2:bw=5G,50M:alpha=5us,100us (default: "
+                            + "the communicator's own)")
     String topology;
 
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "60",
-            description = "timeout of every wait inside a collective and of the connection, on every rank (default: ${DEFAULT-VALUE})")
+            description =
+                    "timeout of every wait inside a collective and of the connection, on every rank (default: "
+                            + "${DEFAULT-VALUE})")
     double timeoutSeconds;
 
     @Option(names = "--print-schedule", paramLabel = "first|all", arity = "0..1", fallbackValue = "first",
-            description = "print the schedule of each algorithm at the first size (or at all sizes) and exit without measuring")
+            description =
+                    "print the schedule of each algorithm at the first size (or at all sizes) and exit without "
+                            + "measuring")
     String printSchedule;
 
-    @Option(names = "--print-schedule-rank", paramLabel = "R", defaultValue = "0", description = "the rank whose schedules --print-schedule prints (default: ${DEFAULT-VALUE})")
+    @Option(names = "--print-schedule-rank", paramLabel = "R", defaultValue = "0",
+            description = "the rank whose schedules --print-schedule prints (default: ${DEFAULT-VALUE})")
     int printScheduleRank;
 
-    @Option(names = "--explain", description = "print the planner's choice for each size of the sweep and exit without measuring")
+    @Option(names = "--explain", description =
+            "print the planner's choice for each size of the sweep and exit without measuring")
     boolean explain;
 
-    @Option(names = "--calibrate", description = "measure ping-pong per transport, the ring all-reduce and the contention of concurrent all-reduces, "
+    @Option(names = "--calibrate", description =
+            "measure ping-pong per transport, the ring all-reduce and the contention of concurrent all-reduces, "
             + "fit t = alpha + beta*m and suggest a --topology (sizes 8..64M unless -b/-e are given)")
     boolean calibrate;
 
-    @Option(names = "--plot", paramLabel = "FILE", description = "also draw busbw (or time) against size, one line per algorithm, to FILE (.png or .svg)")
+    @Option(names = "--plot", paramLabel = "FILE",
+            description = "also draw busbw (or time) against size, one line per algorithm, to FILE (.png or .svg)")
     Path plot;
 
     @Option(names = "--plot-from", paramLabel = "JSON[,JSON...]", split = ",",
-            description = "draw --plot from the rows of earlier --json files (one line per algorithm over all files) and exit")
+            description =
+                    "draw --plot from the rows of earlier --json files (one line per algorithm over all files) and "
+                            + "exit")
     List<Path> plotFrom;
 
-    @Option(names = "--plot-metric", paramLabel = "busbw|time", defaultValue = "busbw", description = "what --plot draws (default: ${DEFAULT-VALUE})")
+    @Option(names = "--plot-metric", paramLabel = "busbw|time", defaultValue = "busbw",
+            description = "what --plot draws (default: ${DEFAULT-VALUE})")
     String plotMetric;
 
     @Option(names = "--jit-warmup", paramLabel = "N", defaultValue = "20000",
             description = "iterations at a small size before the sweep, for the JIT (default: ${DEFAULT-VALUE})")
     int jitWarmup;
 
-    @Option(names = "--user-buffers", description = "plain Arena buffers instead of the communicator's shared-memory allocator")
+    @Option(names = "--user-buffers", description =
+            "plain Arena buffers instead of the communicator's shared-memory allocator")
     boolean userBuffers;
 
     @Option(names = "--percentiles", description = "add p50, p99 and max iteration-time columns")
     boolean percentiles;
 
-    @Option(names = "--json", paramLabel = "FILE", description = "also write the results and the environment as JSON to FILE")
+    @Option(names = "--json", paramLabel = "FILE",
+            description = "also write the results and the environment as JSON to FILE")
     Path json;
 
     @Option(names = "--jfr", paramLabel = "FILE",
-            description = "record a JFR file per rank (FILE.rankR.jfr; with -t local one FILE for all ranks) with the Panamax events "
+            description =
+                    "record a JFR file per rank (FILE.rankR.jfr; with -t local one FILE for all ranks) with the "
+                            + "Panamax events "
                     + "dev.panamax.Collective and dev.panamax.Step, written at the end, also when the run fails")
     Path jfr;
 
     @Option(names = "--jfr-steps", paramLabel = "off|all|DURATION", defaultValue = "all",
-            description = "which dev.panamax.Step events --jfr keeps: all, off, or those of stages that took at least DURATION "
+            description =
+                    "which dev.panamax.Step events --jfr keeps: all, off, or those of stages that took at least "
+                            + "DURATION "
                     + "(500us, 2ms) (default: ${DEFAULT-VALUE})")
     String jfrSteps;
 
-    @Option(names = "--launched", description = "join a job described by the environment (PANAMAX_RANK, ...) as one rank; implied when PANAMAX_RANK is set")
+    @Option(names = "--launched", description =
+            "join a job described by the environment (PANAMAX_RANK, ...) as one rank; implied when PANAMAX_RANK is set")
     boolean launched;
 
     @Spec
@@ -165,14 +201,18 @@ public final class PerfCommand implements Callable<Integer> {
     /** Checks the options and builds {@link #config}; throws IllegalArgumentException with a readable message. */
     void validate() {
         if (collective == null && !calibrate && plotFrom == null) {
-            throw new IllegalArgumentException("missing COLLECTIVE (allreduce, reducescatter, allgather, broadcast or reduce)");
+            throw new IllegalArgumentException("missing COLLECTIVE (allreduce, reducescatter, allgather, broadcast or "
+                    + "reduce)");
         }
         PerfCollective c = PerfCollective.parse(collective == null ? "allreduce" : collective);
-        if (!List.of("local", "shm", "tcp", "verbs", "auto", "gpu", "nccl").contains(transport.toLowerCase(Locale.ROOT))) {
-            throw new IllegalArgumentException("unknown transport '" + transport + "'; known: local, shm, tcp, verbs, auto, gpu, nccl");
+        if (!List.of("local", "shm", "tcp", "verbs", "auto", "gpu", "nccl")
+                .contains(transport.toLowerCase(Locale.ROOT))) {
+            throw new IllegalArgumentException("unknown transport '" + transport
+                    + "'; known: local, shm, tcp, verbs, auto, gpu, nccl");
         }
         transport = transport.toLowerCase(Locale.ROOT);
-        // the device transports' host communicator: shared memory (own stages need every rank on this host), NCCL's also TCP
+        // the device transports' host communicator: shared memory (own stages need every rank on this host), NCCL's
+        // also TCP
         transportKind = switch (transport) {
             case "tcp" -> TransportKind.TCP;
             case "verbs" -> TransportKind.VERBS;
@@ -227,13 +267,15 @@ public final class PerfCommand implements Callable<Integer> {
         if (topology != null) {
             top = Topology.parse(topology);
             if (top.size() != ranks) {
-                throw new IllegalArgumentException("--topology " + topology + " has " + top.size() + " ranks, -np is " + ranks);
+                throw new IllegalArgumentException("--topology " + topology + " has " + top.size() + " ranks, -np is "
+                        + ranks);
             }
         }
         List<Long> sizes = Sizes.sweep(min, max, factor, increment);
         List<String> algs = backend == GpuBackend.NCCL ? List.of("nccl") : checkAlgorithms(c, type, sizes, top);
         if (printScheduleRank < 0 || printScheduleRank >= ranks) {
-            throw new IllegalArgumentException("--print-schedule-rank " + printScheduleRank + " is not a rank of " + ranks);
+            throw new IllegalArgumentException("--print-schedule-rank " + printScheduleRank + " is not a rank of "
+                    + ranks);
         }
         if (printSchedule != null && !printSchedule.equals("first") && !printSchedule.equals("all")) {
             throw new IllegalArgumentException("--print-schedule takes first or all, not '" + printSchedule + "'");
@@ -243,7 +285,8 @@ public final class PerfCommand implements Callable<Integer> {
         if (plot != null) {
             Plot.checkFile(plot);
         }
-        config = new PerfConfig(c, type, reduceOp, root, sizes, iters, warmup, check == 1, userBuffers, jitWarmup, algs, topology);
+        config = new PerfConfig(c, type, reduceOp, root, sizes, iters, warmup, check == 1, userBuffers, jitWarmup, algs,
+                topology);
     }
 
     /**
@@ -253,21 +296,25 @@ public final class PerfCommand implements Callable<Integer> {
      */
     private void checkDeviceOptions(PerfCollective c) {
         if (c == PerfCollective.REDUCE) {
-            throw new IllegalArgumentException("-t " + transport + " runs allreduce, reducescatter, allgather and broadcast, not reduce");
+            throw new IllegalArgumentException("-t " + transport
+                    + " runs allreduce, reducescatter, allgather and broadcast, not reduce");
         }
         if (calibrate) {
             throw new IllegalArgumentException("--calibrate measures the host transports, not -t " + transport);
         }
         if (userBuffers) {
-            throw new IllegalArgumentException("--user-buffers is for the host transports; -t " + transport + " measures device memory");
+            throw new IllegalArgumentException("--user-buffers is for the host transports; -t " + transport
+                    + " measures device memory");
         }
         List<String> allowed = backend == GpuBackend.NCCL ? List.of(Algorithms.AUTO, "nccl")
-                : c == PerfCollective.BROADCAST ? List.of(Algorithms.AUTO, "ring") : List.of(Algorithms.AUTO, "ring", "rhd");
+                : c == PerfCollective.BROADCAST ? List.of(Algorithms.AUTO, "ring")
+                : List.of(Algorithms.AUTO, "ring", "rhd");
         List<String> mapped = new ArrayList<>();
         for (String a : algorithms == null ? List.of(Algorithms.AUTO) : algorithms) {
             String n = a.trim().toLowerCase(Locale.ROOT);
             if (!allowed.contains(n)) {
-                throw new IllegalArgumentException("-t " + transport + " runs " + String.join(" or ", allowed.subList(1, allowed.size()))
+                throw new IllegalArgumentException("-t " + transport + " runs "
+                        + String.join(" or ", allowed.subList(1, allowed.size()))
                         + " for " + c.cliName() + ", not '" + a.trim() + "'");
             }
             String m = n.equals(Algorithms.AUTO) ? allowed.get(1) : n;
@@ -295,7 +342,8 @@ public final class PerfCommand implements Callable<Integer> {
                 continue;
             }
             if (!n.equals(Algorithms.AUTO) && !known.contains(n)) {
-                throw new IllegalArgumentException("unknown algorithm '" + a.trim() + "' for " + c.cliName() + "; known: "
+                throw new IllegalArgumentException("unknown algorithm '" + a.trim() + "' for " + c.cliName()
+                        + "; known: "
                         + String.join(", ", known) + ", " + Algorithms.AUTO);
             }
             out.add(n);
@@ -305,11 +353,13 @@ public final class PerfCommand implements Callable<Integer> {
         }
         int ts = type.byteSize();
         long count = c.count(sizes.getLast(), ts, ranks);
-        Problem p = new Problem(c.api(), 0, ranks, count, ts, c.rooted() ? root : 0, top != null ? top : Topology.flat(ranks));
+        Problem p = new Problem(c.api(), 0, ranks, count, ts, c.rooted() ? root : 0,
+                top != null ? top : Topology.flat(ranks));
         for (String n : out) {
             String why = n.equals(Algorithms.AUTO) ? null : Algorithms.get(n).unsupported(p);
             if (why != null) {
-                throw new IllegalArgumentException("algorithm '" + n + "' cannot run " + c.cliName() + " on " + ranks + " ranks: " + why);
+                throw new IllegalArgumentException("algorithm '" + n + "' cannot run " + c.cliName() + " on " + ranks
+                        + " ranks: " + why);
             }
         }
         return out;
@@ -351,7 +401,8 @@ public final class PerfCommand implements Callable<Integer> {
                 PlanPrinter.explain(config, ranks, timeoutNanos(), out);
             }
             if (printSchedule != null) {
-                ok = PlanPrinter.printSchedules(config, ranks, printScheduleRank, printSchedule.equals("all"), timeoutNanos(), out);
+                ok = PlanPrinter.printSchedules(config, ranks, printScheduleRank, printSchedule.equals("all"),
+                        timeoutNanos(), out);
             }
             return ok ? 0 : PerfMain.EXIT_USAGE;
         }

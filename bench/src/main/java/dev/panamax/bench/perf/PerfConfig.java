@@ -4,6 +4,7 @@ import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
 import java.util.List;
+import java.util.Locale;
 
 /**
  * What one measurement runs, after the command line has been checked.
@@ -17,11 +18,13 @@ import java.util.List;
  * @param warmup      warm-up iterations per size
  * @param check       whether to run and verify a check iteration per size
  * @param userBuffers plain {@code Arena} buffers instead of {@code Communicator.allocate}
- * @param jitWarmup   iterations cycling over the small sizes before the sweep, so that the JIT has compiled the collective's code
+ * @param jitWarmup   iterations cycling over the small sizes before the sweep, so that the JIT has compiled the
+ * collective's code
  * @param algorithms  the algorithms to sweep, one after the other ({@code auto}: the planner's choice per size)
  * @param topology    the {@code --topology} spec every rank sets, or null for the communicator's own
  */
-public record PerfConfig(PerfCollective collective, DataType type, ReduceOp op, int root, List<Long> sizes, int iters, int warmup,
+public record PerfConfig(PerfCollective collective, DataType type, ReduceOp op, int root, List<Long> sizes, int iters,
+        int warmup,
                          boolean check, boolean userBuffers, int jitWarmup, List<String> algorithms, String topology) {
 
     public PerfConfig {
@@ -34,7 +37,7 @@ public record PerfConfig(PerfCollective collective, DataType type, ReduceOp op, 
 
     /** The operator column: the operator's name, or {@code none} for broadcast and all-gather. */
     public String redopName() {
-        return collective.reduces() ? op.name().toLowerCase(java.util.Locale.ROOT) : "none";
+        return collective.reduces() ? op.name().toLowerCase(Locale.ROOT) : "none";
     }
 
     /** The largest send and receive buffers the sweep needs, in bytes, for {@code ranks} ranks. */

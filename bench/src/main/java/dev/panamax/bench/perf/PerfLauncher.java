@@ -53,7 +53,8 @@ final class PerfLauncher {
         }
         if (cmd.transport.equals("local")) {
             if (joinEnvironment) {
-                err.println("panamax-perf: -t local runs every rank in this JVM; it cannot join a launched job (use -t shm or -t tcp)");
+                err.println("panamax-perf: -t local runs every rank in this JVM; it cannot join a launched job (use "
+                        + "-t shm or -t tcp)");
                 return PerfMain.EXIT_USAGE;
             }
             return runLocal();
@@ -65,7 +66,8 @@ final class PerfLauncher {
                 // without -np the job's world size counts, for the header and the report too
                 cmd.ranks = lc.worldSize();
             } else if (lc.worldSize() != cmd.ranks) {
-                err.println("panamax-perf: -np " + cmd.ranks + " disagrees with the job's world size " + lc.worldSize());
+                err.println("panamax-perf: -np " + cmd.ranks + " disagrees with the job's world size "
+                        + lc.worldSize());
                 return PerfMain.EXIT_USAGE;
             }
             return runRank(lc);
@@ -138,7 +140,8 @@ final class PerfLauncher {
     private int runRank(LaunchConfig lc) {
         JfrRecording recording;
         try {
-            recording = cmd.jfr == null ? null : JfrRecording.start(JfrRecording.rankFile(cmd.jfr, lc.rank()), cmd.jfrStepThreshold);
+            recording = cmd.jfr == null ? null : JfrRecording.start(JfrRecording.rankFile(cmd.jfr, lc.rank()),
+                    cmd.jfrStepThreshold);
         } catch (IllegalArgumentException e) {
             err.println("panamax-perf: rank " + lc.rank() + ": " + e.getMessage());
             return PerfMain.EXIT_FAILED;
@@ -166,7 +169,8 @@ final class PerfLauncher {
                 new Calibration(comm, config, comm.rank() == 0 ? out : null).run(cmd.transport);
                 return 0;
             }
-            DeviceTarget device = cmd.backend == null ? null : DeviceTarget.open(comm, config, cmd.transport, lc.localRank());
+            DeviceTarget device = cmd.backend == null ? null : DeviceTarget.open(comm, config, cmd.transport,
+                    lc.localRank());
             if (comm.rank() == 0) {
                 report.printHeader();
                 if (device != null) {
@@ -201,7 +205,8 @@ final class PerfLauncher {
         command.addAll(Arrays.asList(cmd.args));
         command.add("--launched");
         jobSecret = RankProcesses.jobSecret();
-        Map<String, String> env = Map.of("PANAMAX_TIMEOUT_SECONDS", PerfReport.fmt(cmd.timeoutSeconds), "PANAMAX_SECRET", jobSecret);
+        Map<String, String> env = Map.of("PANAMAX_TIMEOUT_SECONDS", PerfReport.fmt(cmd.timeoutSeconds),
+                "PANAMAX_SECRET", jobSecret);
         RankProcesses children = RankProcesses.start(ranks, addr, port, command, env, err, (rank, status) -> {
             err.println("panamax-perf: rank " + rank + " exited with status " + status + "; stopping the job");
             err.flush();
@@ -227,7 +232,8 @@ final class PerfLauncher {
             }
             int others = children.waitFor(30_000);
             if (others != 0 && status == 0) {
-                err.println("panamax-perf: " + (others < 0 ? "some rank did not exit" : "a rank exited with status " + others));
+                err.println("panamax-perf: " + (others < 0 ? "some rank did not exit" : "a rank exited with status "
+                        + others));
                 status = others < 0 ? PerfMain.EXIT_FAILED : others;
             }
         } finally {

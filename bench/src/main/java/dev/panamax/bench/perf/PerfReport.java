@@ -45,7 +45,8 @@ final class PerfReport {
         PerfConfig config = cmd.config();
         PerfCollective c = config.collective();
         StringBuilder sb = new StringBuilder("# panamax-perf ").append(c.cliName()).append(": np ").append(cmd.ranks)
-                .append(", transport ").append(cmd.transport).append(", algorithm ").append(String.join(",", config.algorithms()))
+                .append(", transport ").append(cmd.transport).append(", algorithm ")
+                .append(String.join(",", config.algorithms()))
                 .append(", type ").append(config.type().canonicalName())
                 .append(", op ").append(config.redopName());
         if (c.rooted()) {
@@ -56,9 +57,11 @@ final class PerfReport {
             sb.append(", topology ").append(Topology.parse(config.topology()));
         }
         out.println(sb);
-        out.printf(Locale.ROOT, "#  minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d validation: %d timeout: %ss%n",
+        out.printf(Locale.ROOT,
+                "#  minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d validation: %d timeout: %ss%n",
                 Sizes.parse(cmd.minBytes), Sizes.parse(cmd.maxBytes),
-                cmd.stepBytes != null ? Sizes.parse(cmd.stepBytes) + "(bytes)" : fmt(cmd.stepFactor == null ? 2 : cmd.stepFactor) + "(factor)",
+                cmd.stepBytes != null ? Sizes.parse(cmd.stepBytes) + "(bytes)"
+                        : fmt(cmd.stepFactor == null ? 2 : cmd.stepFactor) + "(factor)",
                 cmd.warmup, cmd.iters, cmd.check, fmt(cmd.timeoutSeconds));
         out.println("#");
         out.println(Row.header(cmd.percentiles));
@@ -103,13 +106,15 @@ final class PerfReport {
         Map<String, List<Row>> groups = new LinkedHashMap<>();
         List<String> what = new ArrayList<>();
         try {
-            ObjectMapper mapper = new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+            ObjectMapper mapper = new ObjectMapper().configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES,
+                    false);
             for (Path f : plotFrom) {
                 JsonNode doc = mapper.readTree(f.toFile());
                 what.add(doc.path("collective").asText("?") + " np " + doc.path("environment").path("np").asText("?"));
                 for (JsonNode r : doc.path("rows")) {
                     Row row = mapper.treeToValue(r, Row.class);
-                    groups.computeIfAbsent(row.algorithm() == null || row.algorithm().isEmpty() ? f.getFileName().toString() : row.algorithm(),
+                    groups.computeIfAbsent(row.algorithm() == null || row.algorithm().isEmpty()
+                            ? f.getFileName().toString() : row.algorithm(),
                             k -> new ArrayList<>()).add(row);
                 }
             }
@@ -147,7 +152,8 @@ final class PerfReport {
         out.flush();
         if (cmd.plot != null) {
             try {
-                String title = config.collective().cliName() + ", np " + cmd.ranks + ", " + cmd.transport + ", " + config.type().canonicalName()
+                String title = config.collective().cliName() + ", np " + cmd.ranks + ", " + cmd.transport + ", "
+                        + config.type().canonicalName()
                         + (config.topology() != null ? ", topology " + config.topology() : "");
                 Plot.write(cmd.plot, groups, cmd.metric, title);
                 out.println("# plot: " + cmd.plot);
@@ -209,7 +215,8 @@ final class PerfReport {
         jvm.put("arguments", ManagementFactory.getRuntimeMXBean().getInputArguments());
         env.put("jvm", jvm);
         env.put("host", hostName());
-        env.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " " + System.getProperty("os.arch"));
+        env.put("os", System.getProperty("os.name") + " " + System.getProperty("os.version") + " "
+                + System.getProperty("os.arch"));
         env.put("cpus", Runtime.getRuntime().availableProcessors());
 
         Map<String, Object> options = new LinkedHashMap<>();

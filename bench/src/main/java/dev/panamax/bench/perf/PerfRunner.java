@@ -17,6 +17,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import dev.panamax.collectives.Collective;
 
 /**
  * The measurement loop of one rank, the same on every rank. Buffers are allocated once at the
@@ -111,19 +112,22 @@ public final class PerfRunner {
                 described.put(alg, d);
                 predicted.put(alg, pr);
             }
-            stats.setAlgorithm(dev.panamax.collectives.Collective.ALL_REDUCE, "ring");
-            Buffers b = new Buffers(t, statsBuffer(arena, stats, 8 * Double.BYTES), statsBuffer(arena, stats, Long.BYTES), stats);
+            stats.setAlgorithm(Collective.ALL_REDUCE, "ring");
+            Buffers b = new Buffers(t, statsBuffer(arena, stats, 8 * Double.BYTES),
+                    statsBuffer(arena, stats, Long.BYTES), stats);
             CheckData check = new CheckData(c, config.type(), config.op(), ranks, config.root());
             List<Row> rows = new ArrayList<>();
             for (String alg : config.algorithms()) {
                 t.select(alg);
                 // Known inputs everywhere (their pattern does not depend on the size), and every page touched;
-                // again for each algorithm, so that one that wrote into its send buffer cannot spoil the next one's check.
+                // again for each algorithm, so that one that wrote into its send buffer cannot spoil the next one's
+                // check.
                 t.fill(check, comm.rank());
                 warmUp(b, check);
                 List<String> d = described.get(alg);
                 for (int i = 0; i < config.sizes().size(); i++) {
-                    Row row = measure(b, check, c.count(config.sizes().get(i), ts, ranks), config.warmup(), config.iters())
+                    Row row = measure(b, check, c.count(config.sizes().get(i), ts, ranks), config.warmup(),
+                            config.iters())
                             .withAlgorithm(alg, d.get(i)).withPrediction(predicted.get(alg).get(i));
                     rows.add(row);
                     if (sink != null) {
@@ -165,7 +169,8 @@ public final class PerfRunner {
 
         @Override
         public String schedule(long count) {
-            return Planner.scheduleFor(comm, config.collective().api(), count, config.type(), config.root()).algorithm();
+            return Planner.scheduleFor(comm, config.collective().api(), count, config.type(), config.root())
+                    .algorithm();
         }
 
         @Override

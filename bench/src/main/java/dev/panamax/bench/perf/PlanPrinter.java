@@ -25,21 +25,24 @@ final class PlanPrinter {
      * first size of the sweep or at every size. Returns false when some algorithm cannot run some
      * size (the reason is printed in its place).
      */
-    static boolean printSchedules(PerfConfig config, int ranks, int rank, boolean allSizes, long timeoutNanos, PrintStream out) {
+    static boolean printSchedules(PerfConfig config, int ranks, int rank, boolean allSizes, long timeoutNanos,
+            PrintStream out) {
         List<Communicator> comms = Panamax.local(ranks, timeoutNanos);
         try {
             Communicator comm = configure(comms.get(rank), config);
             PerfCollective c = config.collective();
             int ts = config.type().byteSize();
             List<Long> sizes = allSizes ? config.sizes() : config.sizes().subList(0, 1);
-            out.printf(Locale.ROOT, "# schedules of rank %d of %d, %s, type %s, topology %s%n", rank, ranks, c.cliName(),
+            out.printf(Locale.ROOT, "# schedules of rank %d of %d, %s, type %s, topology %s%n", rank, ranks,
+                    c.cliName(),
                     config.type().canonicalName(), comm.topology());
             boolean ok = true;
             for (String alg : config.algorithms()) {
                 comm.setAlgorithm(c.api(), alg);
                 for (long requested : sizes) {
                     long count = c.count(requested, ts, ranks);
-                    out.printf(Locale.ROOT, "#%n# -a %s, size %d B (count %d)%n", alg, c.sizeBytes(count, ts, ranks), count);
+                    out.printf(Locale.ROOT, "#%n# -a %s, size %d B (count %d)%n", alg, c.sizeBytes(count, ts, ranks),
+                            count);
                     try {
                         out.print(Planner.scheduleFor(comm, c.api(), count, config.type(), config.root()));
                     } catch (IllegalArgumentException e) {
@@ -62,7 +65,8 @@ final class PlanPrinter {
             Topology topology = configure(comms.get(0), config).topology();
             PerfCollective c = config.collective();
             int ts = config.type().byteSize();
-            out.printf(Locale.ROOT, "# planner: %s, np %d, type %s, topology %s%n", c.cliName(), ranks, config.type().canonicalName(), topology);
+            out.printf(Locale.ROOT, "# planner: %s, np %d, type %s, topology %s%n", c.cliName(), ranks,
+                    config.type().canonicalName(), topology);
             for (long requested : config.sizes()) {
                 long count = c.count(requested, ts, ranks);
                 Problem p = new Problem(c.api(), 0, ranks, count, ts, c.rooted() ? config.root() : 0, topology);
@@ -85,7 +89,8 @@ final class PlanPrinter {
     static String describe(Candidate c) {
         String predicted = Double.isNaN(c.predictedSeconds()) ? "no prediction"
                 : String.format(Locale.ROOT, "predicted %.2f us", c.predictedSeconds() * 1e6);
-        return String.format(Locale.ROOT, "  choice: %s on %s, %s (%s)", c.algorithm(), c.topology(), predicted, c.formula());
+        return String.format(Locale.ROOT, "  choice: %s on %s, %s (%s)", c.algorithm(), c.topology(), predicted,
+                c.formula());
     }
 
     private static Communicator configure(Communicator comm, PerfConfig config) {

@@ -15,6 +15,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.security.SecureRandom;
+import java.util.HexFormat;
 
 /**
  * Ranks 1..n-1 of a local job as child JVMs of the process that is rank 0, each with
@@ -51,12 +53,14 @@ public final class RankProcesses implements AutoCloseable {
      * Starts ranks 1..ranks-1 running {@code command}. {@code onFailure} is called (once per
      * child, on a background thread) with the rank and exit status of each child that fails.
      */
-    public static RankProcesses start(int ranks, String masterAddr, int masterPort, List<String> command, Map<String, String> env,
+    public static RankProcesses start(int ranks, String masterAddr, int masterPort, List<String> command, Map<String,
+            String> env,
                                       PrintStream out, FailureHandler onFailure) {
         RankProcesses group = new RankProcesses();
         try {
             for (int r = 1; r < ranks; r++) {
-                ProcessBuilder pb = new ProcessBuilder(wrap(System.getenv(RANK_WRAPPER), r, command)).redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.PIPE);
+                ProcessBuilder pb = new ProcessBuilder(wrap(System.getenv(RANK_WRAPPER), r, command))
+                        .redirectErrorStream(true).redirectInput(ProcessBuilder.Redirect.PIPE);
                 Map<String, String> e = pb.environment();
                 e.putAll(env);
                 e.put("PANAMAX_RANK", Integer.toString(r));
@@ -97,11 +101,12 @@ public final class RankProcesses implements AutoCloseable {
             return s;
         }
         byte[] b = new byte[16];
-        new java.security.SecureRandom().nextBytes(b);
-        return java.util.HexFormat.of().formatHex(b);
+        new SecureRandom().nextBytes(b);
+        return HexFormat.of().formatHex(b);
     }
 
-    /** {@code command} behind the words of {@code wrapper} (null or blank: none), {@code {rank}} replaced by {@code rank}. */
+    /** {@code command} behind the words of {@code wrapper} (null or blank: none), {@code {rank}} replaced by {@code
+     * rank}. */
     static List<String> wrap(String wrapper, int rank, List<String> command) {
         List<String> cmd = new ArrayList<>();
         if (wrapper != null && !wrapper.isBlank()) {
@@ -120,7 +125,8 @@ public final class RankProcesses implements AutoCloseable {
     }
 
     private static void pump(Process p, int rank, PrintStream out) {
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(),
+                StandardCharsets.UTF_8))) {
             String line;
             while ((line = in.readLine()) != null) {
                 if (line.startsWith("WARNING: Using incubator modules")) {

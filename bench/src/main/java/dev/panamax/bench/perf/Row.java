@@ -34,19 +34,22 @@ public record Row(long size, long count, String type, String redop, int root, do
                          double timeUs, long wrong, double minUs, double p50Us, double p99Us, double maxUs) {
         long size = c.sizeBytes(count, typeSize, ranks);
         double algBw = algBw(size, timeUs);
-        return new Row(size, count, type, redop, root, timeUs, algBw, algBw * c.busBwFactor(ranks), wrong, minUs, p50Us, p99Us, maxUs,
+        return new Row(size, count, type, redop, root, timeUs, algBw, algBw * c.busBwFactor(ranks), wrong, minUs, p50Us,
+                p99Us, maxUs,
                 "", "", null);
     }
 
     /** This row labelled with the algorithm asked for and the one its schedule ran. */
     public Row withAlgorithm(String algorithm, String schedule) {
-        return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs, algorithm, schedule,
+        return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs,
+                algorithm, schedule,
                 predictedUs);
     }
 
     /** This row with the cost model's prediction. */
     public Row withPrediction(Double predictedUs) {
-        return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs, algorithm, schedule,
+        return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs,
+                algorithm, schedule,
                 predictedUs);
     }
 
@@ -69,8 +72,10 @@ public record Row(long size, long count, String type, String redop, int root, do
 
     /** The column header lines (two), with or without the percentile columns; the algorithm column comes last. */
     public static String header(boolean percentiles) {
-        String names = String.format(Locale.ROOT, "#%11s %13s %9s %7s %10s %8s %8s %7s", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
-        String units = String.format(Locale.ROOT, "#%11s %13s %9s %7s %10s %8s %8s %7s", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+        String names = String.format(Locale.ROOT, "#%11s %13s %9s %7s %10s %8s %8s %7s", "size", "count", "type",
+                "redop", "time", "algbw", "busbw", "#wrong");
+        String units = String.format(Locale.ROOT, "#%11s %13s %9s %7s %10s %8s %8s %7s", "(B)", "(elements)", "", "",
+                "(us)", "(GB/s)", "(GB/s)", "");
         if (percentiles) {
             names += String.format(Locale.ROOT, " %10s %10s %10s", "p50", "p99", "max");
             units += String.format(Locale.ROOT, " %10s %10s %10s", "(us)", "(us)", "(us)");
@@ -81,7 +86,8 @@ public record Row(long size, long count, String type, String redop, int root, do
 
     /** The row as a table line aligned with {@link #header}. */
     public String format(boolean percentiles) {
-        String line = String.format(Locale.ROOT, "%12d %13d %9s %7s %10s %8.2f %8.2f %7s", size, count, type, redop, time(timeUs),
+        String line = String.format(Locale.ROOT, "%12d %13d %9s %7s %10s %8.2f %8.2f %7s", size, count, type, redop,
+                time(timeUs),
                 algBw, busBw, wrong < 0 ? "N/A" : Long.toString(wrong));
         if (percentiles) {
             line += String.format(Locale.ROOT, " %10s %10s %10s", time(p50Us), time(p99Us), time(maxUs));

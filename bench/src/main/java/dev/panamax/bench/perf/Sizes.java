@@ -6,14 +6,16 @@ import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-/** Byte sizes as nccl-tests writes them ({@code 8}, {@code 64K}, {@code 1M}, {@code 2G}; K = 1024) and the size sweep. */
+/** Byte sizes as nccl-tests writes them ({@code 8}, {@code 64K}, {@code 1M}, {@code 2G}; K = 1024) and the size sweep.
+ * */
 public final class Sizes {
     private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([kmgt]?)(i?b)?");
 
     private Sizes() {
     }
 
-    /** Parses {@code 8}, {@code 64K}, {@code 64KB}, {@code 64KiB}, {@code 1M}, {@code 1G}, {@code 1T} (powers of 1024). */
+    /** Parses {@code 8}, {@code 64K}, {@code 64KB}, {@code 64KiB}, {@code 1M}, {@code 1G}, {@code 1T} (powers of 1024).
+     * */
     public static long parse(String text) {
         String s = text.trim().toLowerCase(Locale.ROOT);
         Matcher m = SIZE.matcher(s);

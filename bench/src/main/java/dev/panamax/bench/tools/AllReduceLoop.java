@@ -36,7 +36,8 @@ public final class AllReduceLoop {
         String mode = args[0];
         TransportKind kind = TransportKind.parse(args[1]);
         try (Communicator c = Panamax.builder().config(LaunchConfig.fromEnvironment()).transport(kind).connect()) {
-            System.out.println("READY rank " + c.rank() + " pid " + ProcessHandle.current().pid() + " of " + c.size() + " over " + (c.size() > 1 ? c.transportTo((c.rank() + 1) % c.size()) : "self"));
+            System.out.println("READY rank " + c.rank() + " pid " + ProcessHandle.current().pid() + " of " + c.size()
+                    + " over " + (c.size() > 1 ? c.transportTo((c.rank() + 1) % c.size()) : "self"));
             System.out.flush();
             if (mode.equals("loop")) {
                 loop(c);
@@ -87,7 +88,8 @@ public final class AllReduceLoop {
                 c.allReduce(big, count, DataType.FLOAT32, ReduceOp.SUM);
                 float want = c.size() * (c.size() - 1) / 2f;
                 if (big.get(ValueLayout.JAVA_FLOAT, 0) != want) {
-                    throw new IllegalStateException("large all-reduce " + largeDone + ": element 0 is " + big.get(ValueLayout.JAVA_FLOAT, 0));
+                    throw new IllegalStateException("large all-reduce " + largeDone + ": element 0 is "
+                            + big.get(ValueLayout.JAVA_FLOAT, 0));
                 }
                 largeDone++;
                 continue;
@@ -106,7 +108,8 @@ public final class AllReduceLoop {
             done++;
         }
         sample(c, "end");
-        System.out.printf("OK %.1f s, %d small and %d large collectives%n", (System.nanoTime() - start) / 1e9, done, largeDone);
+        System.out.printf("OK %.1f s, %d small and %d large collectives%n", (System.nanoTime() - start) / 1e9, done,
+                largeDone);
     }
 
     /** SAMPLE phase rss-kib nmt-committed-kib fds memfds shm-entries rss-anon-kib rss-shmem-kib */
@@ -116,7 +119,8 @@ public final class AllReduceLoop {
         long anon = -1;
         long shared = -1;
         for (String l : Files.readAllLines(Path.of("/proc/self/status"))) {
-            long v = l.matches("^[A-Za-z]+:.*") && l.matches(".*[0-9].*") ? Long.parseLong(l.replaceAll("[^0-9]", "")) : -1;
+            long v = l.matches("^[A-Za-z]+:.*") && l.matches(".*[0-9].*") ? Long.parseLong(l.replaceAll("[^0-9]", ""))
+                    : -1;
             if (l.startsWith("VmRSS:")) {
                 rss = v;
             } else if (l.startsWith("RssAnon:")) {
@@ -143,7 +147,8 @@ public final class AllReduceLoop {
         try (Stream<Path> s = Files.list(Path.of("/dev/shm"))) {
             shm = s.count();
         }
-        System.out.println("SAMPLE " + phase + " " + rss + " " + nmtCommittedKib() + " " + fds + " " + memfds + " " + shm + " " + anon + " " + shared);
+        System.out.println("SAMPLE " + phase + " " + rss + " " + nmtCommittedKib() + " " + fds + " " + memfds + " "
+                + shm + " " + anon + " " + shared);
         System.out.flush();
         c.barrier();
     }
@@ -151,7 +156,8 @@ public final class AllReduceLoop {
     /** The committed total of Native Memory Tracking (-XX:NativeMemoryTracking=summary), or -1 when off. */
     private static long nmtCommittedKib() {
         try {
-            Object out = ManagementFactory.getPlatformMBeanServer().invoke(new ObjectName("com.sun.management:type=DiagnosticCommand"),
+            Object out = ManagementFactory.getPlatformMBeanServer()
+                    .invoke(new ObjectName("com.sun.management:type=DiagnosticCommand"),
                     "vmNativeMemory", new Object[]{new String[]{"summary"}}, new String[]{String[].class.getName()});
             for (String l : out.toString().split("\n")) {
                 int k = l.indexOf("Total: reserved=");
@@ -159,7 +165,8 @@ public final class AllReduceLoop {
                     int c = l.indexOf("committed=");
                     String v = l.substring(c + "committed=".length()).replaceAll("[^0-9].*", "");
                     long n = Long.parseLong(v);
-                    return l.contains("committed=" + v + "KB") ? n : l.contains("committed=" + v + "MB") ? n * 1024 : n / 1024;
+                    return l.contains("committed=" + v + "KB") ? n : l.contains("committed=" + v + "MB") ? n * 1024 : n
+                            / 1024;
                 }
             }
         } catch (Exception ignored) {

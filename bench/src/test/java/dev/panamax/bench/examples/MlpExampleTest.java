@@ -30,7 +30,8 @@ class MlpExampleTest {
         }
         for (double d : losses) {
             assertEquals(losses.getFirst(), d, 0.0, "every rank ends with the same weights");
-            assertTrue(Math.abs(d - single) <= 1e-4 * Math.abs(single), policy + ": distributed " + d + ", single " + single);
+            assertTrue(Math.abs(d - single) <= 1e-4 * Math.abs(single),
+                    policy + ": distributed " + d + ", single " + single);
         }
         // And it learned something: the initial loss is about ln 2.
         assertTrue(single < 0.6, "final loss " + single);

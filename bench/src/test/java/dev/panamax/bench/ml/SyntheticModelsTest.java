@@ -26,7 +26,8 @@ class SyntheticModelsTest {
     static void check(BackwardProfile p, int tensors, double millionParams, double forward, double backward) {
         assertEquals(tensors, p.tensors());
         double params = p.totalBytes() / 4.0 / 1e6;
-        assertTrue(Math.abs(params - millionParams) / millionParams < 0.05, params + " M parameters, expected about " + millionParams);
+        assertTrue(Math.abs(params - millionParams) / millionParams < 0.05,
+                params + " M parameters, expected about " + millionParams);
         assertEquals(forward, p.forwardSeconds(), 1e-12);
         assertEquals(backward, p.totalBackwardSeconds(), 1e-9);
     }

@@ -7,7 +7,8 @@ import java.util.Arrays;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** The measured-against-simulated verdict of {@link WfbpBench} (policies in SyncPolicy order: WFBP, MG_WFBP, ASC_WFBP). */
+/** The measured-against-simulated verdict of {@link WfbpBench} (policies in SyncPolicy order: WFBP, MG_WFBP, ASC_WFBP).
+ * */
 class WfbpBenchTest {
     private static final double[] SIMULATED = {3.0, 2.0, 1.0};
     private static final int TURNS = 40;
@@ -38,7 +39,8 @@ class WfbpBenchTest {
 
     @Test
     void everyTurnInTheSimulatedOrderIsTheSameOrder() {
-        assertEquals("same order", WfbpBench.verdict(laps(new double[]{30, 20, 10}, new double[]{30, 20, 10}, 0), SIMULATED, 1e-3));
+        assertEquals("same order", WfbpBench.verdict(laps(new double[]{30, 20, 10}, new double[]{30, 20, 10}, 0),
+                SIMULATED, 1e-3));
     }
 
     @Test
@@ -52,13 +54,15 @@ class WfbpBenchTest {
     void turnsThatSplitEvenlyLeaveThePairOpen() {
         // MG and ASC swap places in 15 of 40 turns: 25 to 15, p = 0.15.
         double[][] laps = laps(new double[]{30, 20, 10}, new double[]{30, 10, 20}, 15);
-        assertEquals("same order where resolved (2 of 3 pairs; 1 within the noise)", WfbpBench.verdict(laps, SIMULATED, 1e-3));
+        assertEquals("same order where resolved (2 of 3 pairs; 1 within the noise)",
+                WfbpBench.verdict(laps, SIMULATED, 1e-3));
     }
 
     @Test
     void aPairMeasuredTheOtherWayDiffers() {
         double[][] laps = laps(new double[]{30, 10, 20}, new double[]{30, 10, 20}, 0);
-        assertEquals("order differs (1 of 3 simulated pairs measured the other way)", WfbpBench.verdict(laps, SIMULATED, 1e-3));
+        assertEquals("order differs (1 of 3 simulated pairs measured the other way)",
+                WfbpBench.verdict(laps, SIMULATED, 1e-3));
     }
 
     @Test
@@ -72,7 +76,8 @@ class WfbpBenchTest {
         // MG measured faster than ASC every turn, but the simulation has them 10 % apart under a 25 % model error.
         double[][] laps = laps(new double[]{30, 10, 20}, new double[]{30, 10, 20}, 0);
         double[] simulated = {3.0, 1.1, 1.0};
-        assertEquals("order differs (1 of 3 simulated pairs measured the other way)", WfbpBench.verdict(laps, simulated, 0.05));
+        assertEquals("order differs (1 of 3 simulated pairs measured the other way)",
+                WfbpBench.verdict(laps, simulated, 0.05));
         assertEquals("same order", WfbpBench.verdict(laps, simulated, 0.25));
     }
 
@@ -81,9 +86,12 @@ class WfbpBenchTest {
         double[][] laps = laps(new double[]{30, 20, 10}, new double[]{30, 10, 20}, 15);
         var lines = WfbpBench.pairs(laps, SIMULATED);
         assertEquals(3, lines.size());
-        assertEquals("WFBP / MG_WFBP: simulated 1.500, measured 1.500 (median per turn); MG_WFBP faster in 40 of 40 turns, p = 1.8e-12",
+        assertEquals("WFBP / MG_WFBP: simulated 1.500, measured 1.500 (median per turn); MG_WFBP faster in 40 of 40 "
+                + "turns, p = 1.8e-12",
                 lines.get(0));
-        assertTrue(lines.get(2).startsWith("MG_WFBP / ASC_WFBP: simulated 2.000, measured 2.000 (median per turn); ASC_WFBP faster in 25 of 40"),
+        assertTrue(lines.get(2)
+                .startsWith("MG_WFBP / ASC_WFBP: simulated 2.000, measured 2.000 (median per turn); ASC_WFBP faster "
+                + "in 25 of 40"),
                 lines.get(2));
     }
 }

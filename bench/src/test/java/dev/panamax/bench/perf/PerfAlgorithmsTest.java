@@ -19,8 +19,11 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import dev.panamax.collectives.plan.LinearFit;
+import java.util.Arrays;
 
-/** panamax-perf with several algorithms, a topology, plots, schedules, the planner and the calibration; ranks are threads. */
+/** panamax-perf with several algorithms, a topology, plots, schedules, the planner and the calibration; ranks are
+ * threads. */
 class PerfAlgorithmsTest {
     private record Result(int status, String out, String err) {
     }
@@ -28,7 +31,8 @@ class PerfAlgorithmsTest {
     private static Result run(String... args) {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         ByteArrayOutputStream err = new ByteArrayOutputStream();
-        int status = PerfMain.run(args, new PrintStream(out, true, StandardCharsets.UTF_8), new PrintStream(err, true, StandardCharsets.UTF_8));
+        int status = PerfMain.run(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+                new PrintStream(err, true, StandardCharsets.UTF_8));
         return new Result(status, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
     }
 
@@ -42,8 +46,10 @@ class PerfAlgorithmsTest {
     void everyAlgorithmChecksEveryElementOnATwoByTwoTopology(@TempDir Path dir) throws Exception {
         Path json = dir.resolve("r.json");
         // sizes 12, 48, ... 48K: counts 3, 12, ... that do not divide evenly among 4 ranks at the small end
-        Result r = run("allreduce", "-t", "local", "-np", "4", "-a", "ring,rhd,butterfly,reduce-bcast,blueconnect", "--topology", "2x2",
-                "-c", "1", "-b", "12", "-e", "48K", "-f", "4", "-n", "2", "-w", "1", "--jit-warmup", "10", "--timeout", "60",
+        Result r = run("allreduce", "-t", "local", "-np", "4", "-a", "ring,rhd,butterfly,reduce-bcast,blueconnect",
+                "--topology", "2x2",
+                "-c", "1", "-b", "12", "-e", "48K", "-f", "4", "-n", "2", "-w", "1", "--jit-warmup", "10", "--timeout",
+                        "60",
                 "--json", json.toString());
         assertEquals(0, r.status(), r.out() + r.err());
         List<String[]> rows = rows(r.out());
@@ -75,7 +81,8 @@ class PerfAlgorithmsTest {
 
     @Test
     void autoAndTheOtherCollectivesOnThreeRanks() {
-        Result r = run("allreduce", "-t", "local", "-np", "3", "-a", "auto,ring,rhd,butterfly,reduce-bcast,direct", "-c", "1",
+        Result r = run("allreduce", "-t", "local", "-np", "3", "-a", "auto,ring,rhd,butterfly,reduce-bcast,direct",
+                "-c", "1",
                 "-b", "4", "-e", "40K", "-f", "10", "-n", "2", "-w", "1", "--jit-warmup", "10");
         assertEquals(0, r.status(), r.out() + r.err());
         List<String[]> rows = rows(r.out());
@@ -84,13 +91,15 @@ class PerfAlgorithmsTest {
         assertTrue(rows.getFirst()[8].startsWith("auto:"), r.out());
 
         for (String c : List.of("broadcast", "reduce")) {
-            Result b = run(c, "-t", "local", "-np", "3", "-r", "1", "-a", "ring,reduce-bcast,auto", "-c", "1", "-b", "8", "-e", "8K", "-f", "32",
+            Result b = run(c, "-t", "local", "-np", "3", "-r", "1", "-a", "ring,reduce-bcast,auto", "-c", "1", "-b",
+                    "8", "-e", "8K", "-f", "32",
                     "-n", "2", "-w", "1", "--jit-warmup", "10");
             assertEquals(0, b.status(), b.out() + b.err());
             rows(b.out()).forEach(row -> assertEquals("0", row[7], c + ": " + String.join(" ", row)));
         }
         for (String c : List.of("reducescatter", "allgather")) {
-            Result b = run(c, "-t", "local", "-np", "4", "-a", "ring,rhd", "-c", "1", "-b", "16", "-e", "16K", "-f", "32",
+            Result b = run(c, "-t", "local", "-np", "4", "-a", "ring,rhd", "-c", "1", "-b", "16", "-e", "16K", "-f",
+                    "32",
                     "-n", "2", "-w", "1", "--jit-warmup", "10");
             assertEquals(0, b.status(), b.out() + b.err());
             rows(b.out()).forEach(row -> assertEquals("0", row[7], c + ": " + String.join(" ", row)));
@@ -100,15 +109,17 @@ class PerfAlgorithmsTest {
     @Test
     void plotsPngAndSvg(@TempDir Path dir) throws Exception {
         Path png = dir.resolve("busbw.png");
-        Result r = run("allreduce", "-t", "local", "-np", "2", "-a", "ring,rhd", "-b", "8", "-e", "64K", "-f", "4", "-n", "2", "-w", "0",
+        Result r = run("allreduce", "-t", "local", "-np", "2", "-a", "ring,rhd", "-b", "8", "-e", "64K", "-f", "4",
+                "-n", "2", "-w", "0",
                 "--jit-warmup", "0", "--plot", png.toString());
         assertEquals(0, r.status(), r.out() + r.err());
         byte[] bytes = Files.readAllBytes(png);
         assertTrue(bytes.length > 1000, "PNG of " + bytes.length + " bytes");
-        assertArrayEquals(new byte[] {(byte) 0x89, 'P', 'N', 'G'}, java.util.Arrays.copyOf(bytes, 4));
+        assertArrayEquals(new byte[] {(byte) 0x89, 'P', 'N', 'G'}, Arrays.copyOf(bytes, 4));
 
         Path svg = dir.resolve("time.svg");
-        r = run("allreduce", "-t", "local", "-np", "2", "-a", "ring,rhd", "-b", "8", "-e", "64K", "-f", "4", "-n", "2", "-w", "0",
+        r = run("allreduce", "-t", "local", "-np", "2", "-a", "ring,rhd", "-b", "8", "-e", "64K", "-f", "4", "-n", "2",
+                "-w", "0",
                 "--jit-warmup", "0", "--plot", svg.toString(), "--plot-metric", "time");
         assertEquals(0, r.status(), r.out() + r.err());
         String text = Files.readString(svg);
@@ -126,7 +137,8 @@ class PerfAlgorithmsTest {
 
     @Test
     void printsSchedulesWithoutMeasuring() {
-        Result r = run("allreduce", "-np", "4", "-a", "ring,blueconnect", "--topology", "2x2", "-b", "64", "-e", "1K", "--print-schedule");
+        Result r = run("allreduce", "-np", "4", "-a", "ring,blueconnect", "--topology", "2x2", "-b", "64", "-e", "1K",
+                "--print-schedule");
         assertEquals(0, r.status(), r.out() + r.err());
         assertTrue(r.out().contains("allreduce ring: rank 0 of 4, count 16 x 4 B, 7 stages"), r.out());
         assertTrue(r.out().contains("reduce-scatter step 1/3"), r.out());
@@ -134,7 +146,8 @@ class PerfAlgorithmsTest {
         assertFalse(r.out().contains("count 256 x"), "only the first size: " + r.out());
         assertFalse(r.out().contains("Avg bus bandwidth"), r.out());
 
-        Result all = run("allreduce", "-np", "4", "-b", "64", "-e", "1K", "--print-schedule=all", "--print-schedule-rank", "2", "-a", "rhd");
+        Result all = run("allreduce", "-np", "4", "-b", "64", "-e", "1K", "--print-schedule=all",
+                "--print-schedule-rank", "2", "-a", "rhd");
         assertEquals(0, all.status(), all.out() + all.err());
         assertTrue(all.out().contains("rank 2 of 4, count 256 x 4 B"), all.out());
         assertEquals(5, all.out().lines().filter(l -> l.startsWith("allreduce rhd: rank 2 of 4")).count(), all.out());
@@ -154,7 +167,8 @@ class PerfAlgorithmsTest {
 
     @Test
     void calibratesWithThreadsAsRanks() {
-        Result r = run("--calibrate", "-t", "local", "-np", "2", "-b", "8", "-e", "256K", "-f", "8", "-n", "3", "-w", "1", "--jit-warmup", "10");
+        Result r = run("--calibrate", "-t", "local", "-np", "2", "-b", "8", "-e", "256K", "-f", "8", "-n", "3", "-w",
+                "1", "--jit-warmup", "10");
         assertEquals(0, r.status(), r.out() + r.err());
         assertTrue(r.out().contains("pingpong local 0<->1"), r.out());
         assertTrue(r.out().contains("allreduce ring np 2"), r.out());
@@ -169,7 +183,7 @@ class PerfAlgorithmsTest {
         for (int i = 0; i < m.length; i++) {
             t[i] = 2e-6 + 1e-9 * m[i];
         }
-        dev.panamax.collectives.plan.LinearFit.Line f = Calibration.fit(m, t);
+        LinearFit.Line f = Calibration.fit(m, t);
         assertEquals(2e-6, f.alpha(), 1e-12);
         assertEquals(1e-9, f.beta(), 1e-15);
         assertEquals(1, f.r2(), 1e-9);

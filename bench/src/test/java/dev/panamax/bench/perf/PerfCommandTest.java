@@ -23,7 +23,8 @@ class PerfCommandTest {
 
     @Test
     void readsTheNcclTestsOptions() {
-        PerfCommand m = parse("allreduce", "-np", "4", "-t", "shm", "-b", "8", "-e", "64M", "-f", "2", "-n", "20", "-w", "5",
+        PerfCommand m = parse("allreduce", "-np", "4", "-t", "shm", "-b", "8", "-e", "64M", "-f", "2", "-n", "20", "-w",
+                "5",
                 "-c", "1", "-d", "float32", "-o", "sum");
         PerfConfig c = m.config();
         assertEquals(PerfCollective.ALLREDUCE, c.collective());
@@ -40,7 +41,8 @@ class PerfCommandTest {
 
     @Test
     void acceptsNcclTypeNamesAndIncrements() {
-        PerfConfig c = parse("reduce_scatter", "-d", "bf16", "-o", "max", "-b", "1K", "-e", "4K", "-i", "1K", "-c", "0", "--user-buffers").config();
+        PerfConfig c = parse("reduce_scatter", "-d", "bf16", "-o", "max", "-b", "1K", "-e", "4K", "-i", "1K", "-c", "0",
+                "--user-buffers").config();
         assertEquals(PerfCollective.REDUCESCATTER, c.collective());
         assertEquals(DataType.BFLOAT16, c.type());
         assertEquals(ReduceOp.MAX, c.op());
@@ -54,8 +56,10 @@ class PerfCommandTest {
     @Test
     void readsAlgorithmsTopologyAndTheNewOptions() {
         assertEquals(List.of("auto"), parse("allreduce").config().algorithms());
-        PerfCommand m = parse("allreduce", "-np", "4", "-a", "ring,RHD,ring, blueconnect", "--topology", "2x2:bw=5G,50M:alpha=5us,100us",
-                "--timeout", "7.5", "--plot", "out.svg", "--plot-metric", "time", "--print-schedule", "--print-schedule-rank", "3");
+        PerfCommand m = parse("allreduce", "-np", "4", "-a", "ring,RHD,ring, blueconnect", "--topology",
+                "2x2:bw=5G,50M:alpha=5us,100us",
+                "--timeout", "7.5", "--plot", "out.svg", "--plot-metric", "time", "--print-schedule",
+                        "--print-schedule-rank", "3");
         assertEquals(List.of("ring", "rhd", "blueconnect"), m.config().algorithms());
         assertEquals("2x2:bw=5G,50M:alpha=5us,100us", m.config().topology());
         assertEquals(7.5, m.timeoutSeconds);
@@ -63,7 +67,8 @@ class PerfCommandTest {
         assertEquals(3, m.printScheduleRank);
         assertEquals("all", parse("allreduce", "--print-schedule=all").printSchedule);
         assertTrue(parse("allreduce", "--explain").explain);
-        assertEquals(List.of("auto", "ring"), parse("allreduce", "--algorithm", "auto", "-a", "ring").config().algorithms());
+        assertEquals(List.of("auto", "ring"),
+                parse("allreduce", "--algorithm", "auto", "-a", "ring").config().algorithms());
         // --calibrate needs no collective and sweeps 8 B .. 64 MiB unless told otherwise
         PerfCommand cal = parse("--calibrate");
         assertTrue(cal.calibrate);
@@ -73,8 +78,10 @@ class PerfCommandTest {
 
     @Test
     void unknownAlgorithmsFailFastWithTheKnownList() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-a", "ring,tree"));
-        assertTrue(e.getMessage().contains("'tree'") && e.getMessage().contains("known: ring, rhd") && e.getMessage().contains("auto"), e.getMessage());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-a",
+                "ring,tree"));
+        assertTrue(e.getMessage().contains("'tree'") && e.getMessage().contains("known: ring, rhd")
+                && e.getMessage().contains("auto"), e.getMessage());
         // an algorithm without this collective
         e = assertThrows(IllegalArgumentException.class, () -> parse("broadcast", "-a", "butterfly"));
         assertTrue(e.getMessage().contains("known: "), e.getMessage());
@@ -101,7 +108,8 @@ class PerfCommandTest {
         assertThrows(IllegalArgumentException.class, () -> parse());
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-np", "4", "--topology", "3x2"));
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-np", "4", "--topology", "2y2"));
-        assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-np", "4", "--print-schedule-rank", "4"));
+        assertThrows(IllegalArgumentException.class, () ->
+                parse("allreduce", "-np", "4", "--print-schedule-rank", "4"));
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--print-schedule=some"));
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--plot", "out.jpg"));
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--plot-metric", "algbw"));

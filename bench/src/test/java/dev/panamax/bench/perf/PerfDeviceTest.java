@@ -33,7 +33,8 @@ class PerfDeviceTest {
     @Test
     void ownStagesRunRingAndRhd() {
         assertEquals(List.of("ring"), parse("allreduce", "-t", "gpu").config().algorithms());
-        assertEquals(List.of("ring", "rhd"), parse("allreduce", "-t", "GPU", "-np", "4", "-a", "auto,rhd,ring").config().algorithms());
+        assertEquals(List.of("ring", "rhd"), parse("allreduce", "-t", "GPU", "-np", "4", "-a", "auto,rhd,ring").config()
+                .algorithms());
         assertEquals(List.of("ring"), parse("broadcast", "-t", "gpu", "-a", "auto").config().algorithms());
         String m = refusal("allreduce", "-t", "gpu", "-a", "blueconnect");
         assertTrue(m.contains("-t gpu runs ring or rhd for allreduce, not 'blueconnect'"), m);
@@ -58,16 +59,20 @@ class PerfDeviceTest {
     void whatDeviceMemoryCannotDoIsRefused() {
         assertTrue(refusal("reduce", "-t", "nccl").contains("not reduce"));
         assertTrue(refusal("reduce", "-t", "gpu").contains("not reduce"));
-        assertTrue(refusal("allreduce", "-t", "gpu", "--user-buffers").contains("--user-buffers is for the host transports"));
-        assertTrue(refusal("allreduce", "-t", "nccl", "--calibrate").contains("--calibrate measures the host transports"));
+        assertTrue(refusal("allreduce", "-t", "gpu", "--user-buffers")
+                .contains("--user-buffers is for the host transports"));
+        assertTrue(refusal("allreduce", "-t", "nccl", "--calibrate")
+                .contains("--calibrate measures the host transports"));
         assertTrue(refusal("allreduce", "-t", "cuda").contains("known: local, shm, tcp, verbs, auto, gpu, nccl"));
     }
 
-    /** In a JVM whose CUDA and NCCL settings point at missing files: exit status 3 and one line naming both libraries. */
+    /** In a JVM whose CUDA and NCCL settings point at missing files: exit status 3 and one line naming both libraries.
+     * */
     @Test
     void withoutTheLibrariesItSaysWhichAreMissing() throws Exception {
         for (String t : List.of("nccl", "gpu")) {
-            List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
+                    .toString(),
                     "--enable-native-access=ALL-UNNAMED",
                     "-Dpanamax.library.cuda=/nonexistent/panamax/libcuda.so.1",
                     "-Dpanamax.library.nccl=/nonexistent/panamax/libnccl.so.2",
@@ -80,7 +85,8 @@ class PerfDeviceTest {
             boolean nccl = t.equals("nccl");
             assertTrue(out.startsWith("panamax-perf: -t " + t + " needs the CUDA driver" + (nccl ? " and NCCL" : "")
                     + ": libcuda.so.1: library not available (/nonexistent/panamax/libcuda.so.1"), out);
-            assertEquals(nccl, out.contains("; libnccl.so.2: library not available (/nonexistent/panamax/libnccl.so.2"), out);
+            assertEquals(nccl, out.contains("; libnccl.so.2: library not available (/nonexistent/panamax/libnccl.so.2"),
+                    out);
             assertEquals(nccl, out.contains("PANAMAX_LIBRARY_NCCL=<site-packages>/nvidia/nccl/lib/libnccl.so.2"), out);
             assertFalse(out.contains("\tat "), "a stack trace: " + out);
             assertEquals(1, out.strip().lines().count(), out);

@@ -24,7 +24,8 @@ class PerfJfrTest {
     void aLocalRunRecordsCollectiveAndStepEvents(@TempDir Path dir) throws Exception {
         Path file = dir.resolve("run.jfr");
         ByteArrayOutputStream out = new ByteArrayOutputStream();
-        int status = PerfMain.run(new String[] {"allreduce", "-t", "local", "-np", "2", "-b", "8", "-e", "512", "-f", "8", "-n", "3", "-w", "1",
+        int status = PerfMain.run(new String[] {"allreduce", "-t", "local", "-np", "2", "-b", "8", "-e", "512", "-f",
+                "8", "-n", "3", "-w", "1",
                 "--jit-warmup", "0", "-a", "ring", "--timeout", "30", "--jfr", file.toString()},
                 new PrintStream(out, true, StandardCharsets.UTF_8), System.err);
         String text = out.toString(StandardCharsets.UTF_8);
@@ -32,21 +33,26 @@ class PerfJfrTest {
         assertTrue(text.contains("# jfr: " + file.toAbsolutePath()), text);
         assertTrue(Files.size(file) > 0);
         List<RecordedEvent> events = RecordingFile.readAllEvents(file);
-        List<RecordedEvent> collectives = events.stream().filter(e -> e.getEventType().getName().equals(JfrRecording.COLLECTIVE)).toList();
-        List<RecordedEvent> steps = events.stream().filter(e -> e.getEventType().getName().equals(JfrRecording.STEP)).toList();
+        List<RecordedEvent> collectives = events.stream().filter(e -> e.getEventType().getName()
+                .equals(JfrRecording.COLLECTIVE)).toList();
+        List<RecordedEvent> steps = events.stream().filter(e -> e.getEventType().getName().equals(JfrRecording.STEP))
+                .toList();
         // 512-byte all-reduces with the measured ring, on both ranks.
         List<RecordedEvent> sized = collectives.stream()
-                .filter(e -> e.getString("collective").equals("allreduce") && e.getLong("bytes") == 512 && e.getString("algorithm").startsWith("ring"))
+                .filter(e -> e.getString("collective").equals("allreduce") && e.getLong("bytes") == 512
+                && e.getString("algorithm").startsWith("ring"))
                 .toList();
         assertTrue(sized.size() >= 2 * 3, () -> sized.size() + " events: " + sized);
-        assertTrue(sized.stream().anyMatch(e -> e.getInt("rank") == 0) && sized.stream().anyMatch(e -> e.getInt("rank") == 1));
+        assertTrue(sized.stream().anyMatch(e -> e.getInt("rank") == 0)
+                && sized.stream().anyMatch(e -> e.getInt("rank") == 1));
         RecordedEvent e = sized.getFirst();
         assertEquals(2, e.getInt("size"));
         assertEquals(128, e.getLong("count"));
         assertEquals("float32", e.getString("type"));
         assertTrue(!e.getBoolean("failed") && e.getString("error") == null, e::toString);
         assertTrue(e.getDuration().toNanos() > 0, e::toString);
-        RecordedEvent s = steps.stream().filter(x -> x.getLong("bytesSent") == 256 && x.getInt("rank") == 1).findFirst().orElseThrow();
+        RecordedEvent s = steps.stream().filter(x -> x.getLong("bytesSent") == 256 && x.getInt("rank") == 1).findFirst()
+                .orElseThrow();
         assertEquals("0", s.getString("peers"));
         assertEquals(256, s.getLong("bytesReceived"));
         assertTrue(s.getString("label").contains("step"), s::toString);

@@ -28,12 +28,14 @@ class PerfMainTest {
     void runsASmallSweepWithThreadsAsRanks(@TempDir Path dir) throws Exception {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         Path json = dir.resolve("r.json");
-        int status = PerfMain.run(new String[] {"allreduce", "-t", "local", "-np", "3", "-b", "8", "-e", "4K", "-n", "3", "-w", "1",
+        int status = PerfMain.run(new String[] {"allreduce", "-t", "local", "-np", "3", "-b", "8", "-e", "4K", "-n",
+                "3", "-w", "1",
                 "--jit-warmup", "5", "--percentiles", "--json", json.toString(), "--timeout", "30"},
                 new PrintStream(out, true, StandardCharsets.UTF_8), System.err);
         String text = out.toString(StandardCharsets.UTF_8);
         assertEquals(0, status, text);
-        assertTrue(text.startsWith("# panamax-perf allreduce: np 3, transport local, algorithm auto, type float32, op sum, buffers communicator"), text);
+        assertTrue(text.startsWith("# panamax-perf allreduce: np 3, transport local, algorithm auto, type float32, op "
+                + "sum, buffers communicator"), text);
         assertTrue(text.contains("# Avg bus bandwidth : "), text);
         long rows = text.lines().filter(l -> !l.startsWith("#")).count();
         assertEquals(10, rows, text);

@@ -22,7 +22,8 @@ class RowTest {
 
     @Test
     void formatsAlignedWithTheHeader() {
-        Row r = Row.of(PerfCollective.ALLREDUCE, 2, 4, "float32", "sum", -1, 4, 10.567, 0, 9, 10, 20, 30).withAlgorithm("ring", "ring");
+        Row r = Row.of(PerfCollective.ALLREDUCE, 2, 4, "float32", "sum", -1, 4, 10.567, 0, 9, 10, 20, 30)
+                .withAlgorithm("ring", "ring");
         String line = r.format(false);
         assertEquals("           8             2   float32     sum      10.57     0.00     0.00       0  ring", line);
         String[] header = Row.header(false).split(System.lineSeparator());
@@ -31,17 +32,20 @@ class RowTest {
         assertTrue(header[0].endsWith("#wrong  algorithm"), header[0]);
         assertEquals(line.indexOf("  ring"), header[0].indexOf("  algorithm"));
 
-        Row unchecked = Row.of(PerfCollective.ALLREDUCE, 2, 4, "float32", "sum", -1, 4, 10.567, -1, 9, 10, 20, 30).withAlgorithm("ring", "ring");
+        Row unchecked = Row.of(PerfCollective.ALLREDUCE, 2, 4, "float32", "sum", -1, 4, 10.567, -1, 9, 10, 20, 30)
+                .withAlgorithm("ring", "ring");
         assertTrue(unchecked.format(false).endsWith("N/A  ring"));
         String withPercentiles = r.format(true);
         assertTrue(withPercentiles.endsWith("      10.00      20.00      30.00  ring"), withPercentiles);
-        assertEquals(withPercentiles.indexOf("  ring"), Row.header(true).split(System.lineSeparator())[0].indexOf("  algorithm"));
+        assertEquals(withPercentiles.indexOf("  ring"),
+                Row.header(true).split(System.lineSeparator())[0].indexOf("  algorithm"));
     }
 
     @Test
     void theAlgorithmColumnShowsTheSchedulesAlgorithm() {
         Row r = Row.of(PerfCollective.ALLREDUCE, 2, 4, "float32", "sum", -1, 4, 10, 0, 0, 0, 0, 0);
-        assertEquals("blueconnect(2x2:rhd,rhd)", r.withAlgorithm("blueconnect", "blueconnect(2x2: rhd,rhd)").algorithmColumn());
+        assertEquals("blueconnect(2x2:rhd,rhd)",
+                r.withAlgorithm("blueconnect", "blueconnect(2x2: rhd,rhd)").algorithmColumn());
         assertEquals("auto:butterfly", r.withAlgorithm("auto", "butterfly").algorithmColumn());
         assertEquals("ring", r.withAlgorithm("ring", "").algorithmColumn());
     }

@@ -44,8 +44,10 @@ public final class Algorithms {
     static {
         // Registration order is the planner's preference among equal predictions: the simpler,
         // flat algorithms first.
-        for (Algorithm a : List.of(new Ring(), new HalvingDoubling(), new Butterfly(), new DirectAllReduce(), new BlueConnect(),
-                new MultiDimRing(), new TwoLevel(), new ReduceBroadcast(), new PairwiseAllToAll(), new DisseminationBarrier())) {
+        for (Algorithm a : List.of(new Ring(), new HalvingDoubling(), new Butterfly(), new DirectAllReduce(),
+                new BlueConnect(),
+                new MultiDimRing(), new TwoLevel(), new ReduceBroadcast(), new PairwiseAllToAll(),
+                        new DisseminationBarrier())) {
             REGISTRY.put(a.name(), a);
         }
     }
@@ -74,7 +76,8 @@ public final class Algorithms {
     public static synchronized Algorithm get(String name) {
         Algorithm a = REGISTRY.get(name);
         if (a == null) {
-            throw new IllegalArgumentException("unknown algorithm '" + name + "'; known: " + String.join(", ", names()) + ", auto");
+            throw new IllegalArgumentException("unknown algorithm '" + name + "'; known: " + String.join(", ", names())
+                    + ", auto");
         }
         return a;
     }

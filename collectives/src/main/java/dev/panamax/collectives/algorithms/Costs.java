@@ -46,10 +46,12 @@ public final class Costs {
      *
      * @param halvingOrder true: the halving order (largest exchange first), false: doubling
      */
-    public static double halvingRounds(Network net, int[] group, double unit, boolean halvingOrder, StringBuilder formula) {
+    public static double halvingRounds(Network net, int[] group, double unit, boolean halvingOrder,
+            StringBuilder formula) {
         int pp = group.length;
         double t = 0;
-        for (int mask = halvingOrder ? pp >> 1 : 1; halvingOrder ? mask > 0 : mask < pp; mask = halvingOrder ? mask >> 1 : mask << 1) {
+        for (int mask = halvingOrder ? pp >> 1 : 1; halvingOrder ? mask > 0 : mask < pp; mask =
+                halvingOrder ? mask >> 1 : mask << 1) {
             int l = net.maskLevel(group, mask);
             t += net.alpha(l) + mask * unit / net.w(l);
             formula.append(formula.isEmpty() ? "" : " + ").append("(").append(secs(net.alpha(l))).append(" + ")

@@ -72,7 +72,8 @@ public final class DirectAllReduce extends SingleCollectiveAlgorithm {
         // The per-message overhead (posting, polling, the peer being scheduled) is paid n-1 times,
         // which is what makes recursive doubling better than the direct exchange on busy CPUs from
         // 4 ranks on.
-        return new Prediction((n - 1) * net.alpha(g) + sum, "(n-1)*alpha + (n-1)*N/w: " + (n - 1) + "*" + Costs.secs(net.alpha(g)) + f,
+        return new Prediction((n - 1) * net.alpha(g) + sum,
+                "(n-1)*alpha + (n-1)*N/w: " + (n - 1) + "*" + Costs.secs(net.alpha(g)) + f,
                 (n - 1) * m);
     }
 }

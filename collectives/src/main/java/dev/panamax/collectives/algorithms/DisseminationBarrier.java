@@ -25,7 +25,8 @@ public final class DisseminationBarrier extends SingleCollectiveAlgorithm {
         int r = p.rank();
         int rounds = 32 - Integer.numberOfLeadingZeros(Math.max(0, n - 1));
         for (int k = 1, s = 1; k < n; k <<= 1, s++) {
-            b.stage("round " + s + "/" + rounds).send((r + k) % n, Slice.send(0, 0)).recv(Math.floorMod(r - k, n), Slice.recv(0, 0));
+            b.stage("round " + s + "/" + rounds).send((r + k) % n, Slice.send(0, 0))
+                    .recv(Math.floorMod(r - k, n), Slice.recv(0, 0));
         }
         return b.build();
     }
@@ -36,6 +37,7 @@ public final class DisseminationBarrier extends SingleCollectiveAlgorithm {
         Network net = new Network(p.topology());
         int g = net.outer();
         int rounds = Costs.ceilLg(p.size());
-        return new Prediction(rounds * net.alpha(g), "ceil(lg n)*alpha = " + rounds + "*" + Costs.secs(net.alpha(g)), 0);
+        return new Prediction(rounds * net.alpha(g), "ceil(lg n)*alpha = " + rounds + "*" + Costs.secs(net.alpha(g)),
+                0);
     }
 }

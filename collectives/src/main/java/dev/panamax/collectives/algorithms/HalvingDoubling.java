@@ -27,7 +27,8 @@ public final class HalvingDoubling implements Algorithm {
         return switch (p.collective()) {
             case ALL_REDUCE -> null;
             case REDUCE_SCATTER, ALL_GATHER -> Costs.isPowerOfTwo(p.size()) ? null
-                    : "rhd " + p.collective().label() + " needs a power-of-two rank count, not " + p.size() + " (ring works for any)";
+                    : "rhd " + p.collective().label() + " needs a power-of-two rank count, not " + p.size()
+                    + " (ring works for any)";
             default -> "rhd has no " + p.collective().label();
         };
     }
@@ -171,8 +172,10 @@ public final class HalvingDoubling implements Algorithm {
         switch (p.collective()) {
             case REDUCE_SCATTER, ALL_GATHER -> {
                 StringBuilder f = new StringBuilder();
-                double t = Costs.halvingRounds(net, SchedulePatterns.all(n), m, p.collective() == Collective.REDUCE_SCATTER, f);
-                return new Prediction(t, "T_c(" + n + ", " + n + "*" + Costs.bytes(m) + ") per round (eq. 2): " + f, (n - 1) * m);
+                double t = Costs.halvingRounds(net, SchedulePatterns.all(n), m,
+                        p.collective() == Collective.REDUCE_SCATTER, f);
+                return new Prediction(t, "T_c(" + n + ", " + n + "*" + Costs.bytes(m) + ") per round (eq. 2): " + f,
+                        (n - 1) * m);
             }
             case ALL_REDUCE -> {
                 int pp = Integer.highestOneBit(n);

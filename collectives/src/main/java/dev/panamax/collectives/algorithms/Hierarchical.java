@@ -138,7 +138,8 @@ abstract class Hierarchical implements Algorithm {
             double w = net.w(level);
             time += 2 * (rhd ? Costs.halvingDoublingPhaseTime(pi, part, a, w) : Costs.ringPhaseTime(pi, part, a, w));
             sent += 2.0 * (pi - 1) / pi * part;
-            f.add("2*" + (rhd ? "T_c(" : "T_r(") + pi + ", " + Costs.bytes(part) + ", " + Costs.secs(a) + ", " + Costs.bw(w) + ")");
+            f.add("2*" + (rhd ? "T_c(" : "T_r(") + pi + ", " + Costs.bytes(part) + ", " + Costs.secs(a) + ", "
+                    + Costs.bw(w) + ")");
             part /= pi;
         }
         return new Prediction(time, f + " " + equation(active.size()), sent);

@@ -32,7 +32,8 @@ public final class PairwiseAllToAll extends SingleCollectiveAlgorithm {
         for (int s = 1; s < n; s++) {
             int to = (r + s) % n;
             int from = Math.floorMod(r - s, n);
-            b.stage("exchange " + s + "/" + (n - 1)).send(to, Slice.send(to * c, c)).recv(from, Slice.recv(from * c, c));
+            b.stage("exchange " + s + "/" + (n - 1)).send(to, Slice.send(to * c, c))
+                    .recv(from, Slice.recv(from * c, c));
         }
         return b.build();
     }
@@ -43,7 +44,9 @@ public final class PairwiseAllToAll extends SingleCollectiveAlgorithm {
         Network net = new Network(p.topology());
         int g = net.outer();
         double c = p.byteSize();
-        return new Prediction((p.size() - 1) * (net.alpha(g) + c / net.w(g)), "(n-1)*(alpha + C/w) = " + (p.size() - 1) + "*("
-                + Costs.secs(net.alpha(g)) + " + " + Costs.bytes(c) + "/" + Costs.bw(net.w(g)) + ")", (p.size() - 1) * c);
+        return new Prediction((p.size() - 1) * (net.alpha(g) + c / net.w(g)),
+                "(n-1)*(alpha + C/w) = " + (p.size() - 1) + "*("
+                + Costs.secs(net.alpha(g)) + " + " + Costs.bytes(c) + "/" + Costs.bw(net.w(g)) + ")",
+                (p.size() - 1) * c);
     }
 }

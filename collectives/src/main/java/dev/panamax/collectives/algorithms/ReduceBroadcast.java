@@ -62,7 +62,8 @@ public final class ReduceBroadcast implements Algorithm {
      * v - lowbit(v). The result is in {@code work} at the root, finished for {@code contributions}
      * inputs; {@code contributions == 0} leaves it unfinished (a partial reduction).
      */
-    static void treeReduce(ScheduleBuilder b, int[] group, int me, int root, long lo, long len, int src, int work, int contributions) {
+    static void treeReduce(ScheduleBuilder b, int[] group, int me, int root, long lo, long len, int src, int work,
+            int contributions) {
         int n = group.length;
         int v = Math.floorMod(me - root, n);
         int tmp = n > 1 ? b.scratch(len) : -1;
@@ -95,7 +96,8 @@ public final class ReduceBroadcast implements Algorithm {
         }
     }
 
-    /** Binomial broadcast of {@code [lo, lo+len)} of {@code data} from group member {@code root}; farthest child first. */
+    /** Binomial broadcast of {@code [lo, lo+len)} of {@code data} from group member {@code root}; farthest child first.
+     * */
     static void treeBroadcast(ScheduleBuilder b, int[] group, int me, int root, long lo, long len, int data) {
         int n = group.length;
         if (n == 1) {
@@ -103,7 +105,8 @@ public final class ReduceBroadcast implements Algorithm {
         }
         int v = Math.floorMod(me - root, n);
         if (v != 0) {
-            b.stage("tree broadcast receive").recv(group[(v - Integer.highestOneBit(v) + root) % n], new Slice(data, lo, len));
+            b.stage("tree broadcast receive").recv(group[(v - Integer.highestOneBit(v) + root) % n], new Slice(data, lo,
+                    len));
         }
         int first = v == 0 ? 1 : Integer.highestOneBit(v) << 1;
         int top = Integer.highestOneBit(n - 1);
@@ -128,7 +131,8 @@ public final class ReduceBroadcast implements Algorithm {
         double one = d * (net.alpha(g) + m / net.w(g));
         String step = d + "*(" + Costs.secs(net.alpha(g)) + " + " + Costs.bytes(m) + "/" + Costs.bw(net.w(g)) + ")";
         return switch (p.collective()) {
-            case ALL_REDUCE -> new Prediction(2 * one, "binomial reduce + broadcast: 2*ceil(lg n)*(alpha + N/w) = 2*" + step, d * m);
+            case ALL_REDUCE -> new Prediction(2 * one, "binomial reduce + broadcast: 2*ceil(lg n)*(alpha + N/w) = 2*"
+                    + step, d * m);
             case REDUCE -> new Prediction(one, "binomial reduce: ceil(lg n)*(alpha + N/w) = " + step, m);
             case BROADCAST -> new Prediction(one, "binomial broadcast: ceil(lg n)*(alpha + N/w) = " + step, d * m);
             default -> null;

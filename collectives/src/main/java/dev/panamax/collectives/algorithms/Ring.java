@@ -39,7 +39,8 @@ public final class Ring implements Algorithm {
             case ALL_REDUCE -> allReduce(b);
             case REDUCE_SCATTER -> reduceScatter(b);
             case ALL_GATHER -> allGather(b);
-            case BROADCAST -> chainBroadcast(b, SchedulePatterns.all(p.size()), p.rank(), p.root(), 0, p.count(), p.elementBytes(),
+            case BROADCAST -> chainBroadcast(b, SchedulePatterns.all(p.size()), p.rank(), p.root(), 0, p.count(),
+                    p.elementBytes(),
                     p.rank() == p.root() ? Slice.SEND : Slice.RECV);
             case REDUCE -> reduce(b);
             default -> throw new IllegalArgumentException(unsupported(p));
@@ -107,7 +108,8 @@ public final class Ring implements Algorithm {
      * group order: stage k receives piece k and forwards piece k-1, so every hop is busy at once.
      * {@code data} is where this rank's copy lives (the send buffer at the root of a broadcast).
      */
-    static void chainBroadcast(ScheduleBuilder b, int[] group, int me, int root, long lo, long len, int elementBytes, int data) {
+    static void chainBroadcast(ScheduleBuilder b, int[] group, int me, int root, long lo, long len, int elementBytes,
+            int data) {
         int n = group.length;
         if (len == 0) {
             return;
@@ -187,13 +189,15 @@ public final class Ring implements Algorithm {
             case REDUCE_SCATTER, ALL_GATHER -> new Prediction(Costs.ringPhaseTime(n, n * m, a, w),
                     "T_r(" + n + ", " + n + "*" + Costs.bytes(m) + ", " + aw + ") (eq. 1)", (n - 1) * m);
             case REDUCE -> new Prediction(Costs.ringPhaseTime(n, m, a, w) + a + (double) (n - 1) / n * m / w,
-                    "T_r(" + n + ", " + Costs.bytes(m) + ", " + aw + ") (eq. 1) + gather at root: alpha + (n-1)/n*N/w", m);
+                    "T_r(" + n + ", " + Costs.bytes(m) + ", " + aw + ") (eq. 1) + gather at root: alpha + (n-1)/n*N/w",
+                            m);
             case BROADCAST -> {
                 long piece = Math.max(1, BROADCAST_PIECE_BYTES / p.elementBytes());
                 long pieces = (p.count() + piece - 1) / piece;
                 double hops = pieces + n - 2;
                 double s = m / pieces;
-                yield new Prediction(hops * (a + s / w), "chain of " + pieces + " piece(s): (pieces+n-2)*(alpha + N/pieces/w) = "
+                yield new Prediction(hops * (a + s / w),
+                        "chain of " + pieces + " piece(s): (pieces+n-2)*(alpha + N/pieces/w) = "
                         + (long) hops + "*(" + Costs.secs(a) + " + " + Costs.bytes(s) + "/" + Costs.bw(w) + ")", m);
             }
             default -> null;

@@ -38,12 +38,15 @@ public final class SchedulePatterns {
      * first stage of an all-reduce, the receive buffer afterwards); results land in the receive
      * buffer.
      */
-    public static void ringReduceScatter(ScheduleBuilder b, String label, int[] group, int me, long lo, long len, int src) {
+    public static void ringReduceScatter(ScheduleBuilder b, String label, int[] group, int me, long lo, long len,
+            int src) {
         ringReduceScatter(b, label, group, me, lo, len, src, Slice.RECV);
     }
 
-    /** {@link #ringReduceScatter(ScheduleBuilder, String, int[], int, long, long, int)} with the partial sums and the result in buffer {@code dst}. */
-    public static void ringReduceScatter(ScheduleBuilder b, String label, int[] group, int me, long lo, long len, int src, int dst) {
+    /** {@link #ringReduceScatter(ScheduleBuilder, String, int[], int, long, long, int)} with the partial sums and the
+     * result in buffer {@code dst}. */
+    public static void ringReduceScatter(ScheduleBuilder b, String label, int[] group, int me, long lo, long len,
+            int src, int dst) {
         int p = group.length;
         if (p == 1) {
             b.stage(label + " copy").copy(new Slice(src, lo, len), new Slice(dst, lo, len));
@@ -98,7 +101,8 @@ public final class SchedulePatterns {
      * Reduce-scatter by recursive halving (p a power of two): in round k member l swaps half of
      * its current range with member l ^ (p >> (k+1)) and folds the half it keeps; log2(p) rounds.
      */
-    public static void halvingReduceScatter(ScheduleBuilder b, String label, int[] group, int me, long lo, long len, int src) {
+    public static void halvingReduceScatter(ScheduleBuilder b, String label, int[] group, int me, long lo, long len,
+            int src) {
         int p = group.length;
         requirePowerOfTwo(p);
         if (p == 1) {

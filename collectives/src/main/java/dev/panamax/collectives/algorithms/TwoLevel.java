@@ -104,8 +104,10 @@ public final class TwoLevel extends SingleCollectiveAlgorithm {
             long pieces = (p.count() + piece - 1) / piece;
             double chain = (pieces + p0 - 2) * (a0 + m / pieces / w0);
             time += rs + gather + chain;
-            f.append("node: T_r(").append(p0).append(", ").append(Costs.bytes(m)).append(", ").append(Costs.secs(a0)).append(", ")
-                    .append(Costs.bw(w0)).append(") (eq. 1) + gather alpha + (p0-1)/p0*N/w + chain (pieces+p0-2)*(alpha + N/pieces/w)");
+            f.append("node: T_r(").append(p0).append(", ").append(Costs.bytes(m)).append(", ").append(Costs.secs(a0))
+                    .append(", ")
+                    .append(Costs.bw(w0))
+                    .append(") (eq. 1) + gather alpha + (p0-1)/p0*N/w + chain (pieces+p0-2)*(alpha + N/pieces/w)");
         }
         if (leaders > 1) {
             int[] lead = new int[leaders];
@@ -123,7 +125,8 @@ public final class TwoLevel extends SingleCollectiveAlgorithm {
             } else {
                 int l = net.ringLevel(lead);
                 lt = 2 * Costs.ringPhaseTime(leaders, m, net.alpha(l), net.w(l));
-                lf = "leaders: 2*T_r(" + leaders + ", " + Costs.bytes(m) + ", " + Costs.secs(net.alpha(l)) + ", " + Costs.bw(net.w(l))
+                lf = "leaders: 2*T_r(" + leaders + ", " + Costs.bytes(m) + ", " + Costs.secs(net.alpha(l)) + ", "
+                        + Costs.bw(net.w(l))
                         + ") (eq. 1)";
             }
             time += lt;

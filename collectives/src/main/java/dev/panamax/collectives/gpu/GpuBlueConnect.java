@@ -57,7 +57,8 @@ public final class GpuBlueConnect implements AutoCloseable {
      *
      * @throws IllegalArgumentException when the topology's size or the number of backends does not fit
      */
-    public static GpuBlueConnect create(Communicator host, CudaContext context, Topology topology, List<GpuBackend> levelBackends) {
+    public static GpuBlueConnect create(Communicator host, CudaContext context, Topology topology,
+            List<GpuBackend> levelBackends) {
         Objects.requireNonNull(host, "host");
         Objects.requireNonNull(context, "context");
         Objects.requireNonNull(topology, "topology");

@@ -92,7 +92,8 @@ public final class GpuCommunicator implements AutoCloseable {
      * takes only {@code nccl}: NCCL chooses its algorithms itself ({@code NCCL_ALGO}).
      */
     public void setAlgorithm(String name) {
-        boolean ok = backend == GpuBackend.NCCL ? name.equals("nccl") : name.equals(Algorithms.RING) || name.equals(Algorithms.HALVING_DOUBLING);
+        boolean ok = backend == GpuBackend.NCCL ? name.equals("nccl") : name.equals(Algorithms.RING)
+                || name.equals(Algorithms.HALVING_DOUBLING);
         if (!ok) {
             throw new IllegalArgumentException(backend == GpuBackend.NCCL
                     ? "the NCCL backend chooses its own algorithms; setAlgorithm takes only 'nccl', not '" + name + "'"
@@ -128,7 +129,8 @@ public final class GpuCommunicator implements AutoCloseable {
 
     /** Copies root's {@code send} into every rank's {@code recv} (own stages: a pipelined ring chain). */
     public void broadcast(DeviceMemory send, DeviceMemory recv, long count, DataType type, int root) {
-        engine.run(Collective.BROADCAST, backend == GpuBackend.NCCL ? "nccl" : Algorithms.RING, send, recv, count, type, ReduceOp.SUM, root);
+        engine.run(Collective.BROADCAST, backend == GpuBackend.NCCL ? "nccl" : Algorithms.RING, send, recv, count, type,
+                ReduceOp.SUM, root);
     }
 
     /**

@@ -24,7 +24,8 @@ import java.util.stream.IntStream;
  */
 public final class CostModel {
     /** The default of {@link #reduceBytesPerSecond()}. */
-    public static final double DEFAULT_REDUCE_BYTES_PER_SECOND = Double.parseDouble(Settings.REDUCE_BYTES_PER_SECOND.defaultValue());
+    public static final double DEFAULT_REDUCE_BYTES_PER_SECOND =
+            Double.parseDouble(Settings.REDUCE_BYTES_PER_SECOND.defaultValue());
 
     private CostModel() {
     }

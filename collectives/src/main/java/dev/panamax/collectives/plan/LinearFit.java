@@ -106,7 +106,8 @@ public final class LinearFit {
         Objects.requireNonNull(single, "single");
         check(bytes, simultaneousSeconds);
         if (!(single.beta() > 0)) {
-            throw new IllegalArgumentException("the single all-reduce's fitted beta must be > 0 to define gamma: " + single.beta());
+            throw new IllegalArgumentException("the single all-reduce's fitted beta must be > 0 to define gamma: "
+                    + single.beta());
         }
         double num = 0;
         double den = 0;
@@ -152,7 +153,8 @@ public final class LinearFit {
         }
         for (int i = 0; i < x.length; i++) {
             if (!Double.isFinite(x[i]) || !Double.isFinite(y[i])) {
-                throw new IllegalArgumentException("measurement " + i + " is not finite: " + x[i] + " B, " + y[i] + " s");
+                throw new IllegalArgumentException("measurement " + i + " is not finite: " + x[i] + " B, " + y[i]
+                        + " s");
             }
         }
     }

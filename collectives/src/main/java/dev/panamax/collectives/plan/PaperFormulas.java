@@ -49,12 +49,14 @@ public final class PaperFormulas {
      * alpha, w0) + 2 T_r/c(|P|/p0, N, alpha, min W)}; with the paper's single alpha, pass the same
      * value for both latencies.
      */
-    public static double twoLevel(int p0, int size, double n, double alphaNode, double w0, double alphaOuter, double minW) {
+    public static double twoLevel(int p0, int size, double n, double alphaNode, double w0, double alphaOuter,
+            double minW) {
         Costs.checkRanks(p0);
         if (size % p0 != 0) {
             throw new IllegalArgumentException(size + " ranks do not fill nodes of " + p0);
         }
-        return reduce(p0, n, alphaNode, w0) + broadcast(p0, n, alphaNode, w0) + 2 * Costs.bestPhaseTime(size / p0, n, alphaOuter, minW);
+        return reduce(p0, n, alphaNode, w0) + broadcast(p0, n, alphaNode, w0) + 2
+                * Costs.bestPhaseTime(size / p0, n, alphaOuter, minW);
     }
 
     /**
@@ -153,8 +155,10 @@ public final class PaperFormulas {
             return Prediction.zero("nothing to do on one rank");
         }
         int g = net.outer();
-        return new Prediction(oneLevel(p.size(), n, net.alpha(g), net.w(g)), "2*T_r(" + p.size() + ", " + Costs.bytes(n) + ", "
-                + Costs.secs(net.alpha(g)) + ", " + Costs.bw(net.w(g)) + ") (eq. 6)", 2.0 * (p.size() - 1) / p.size() * n);
+        return new Prediction(oneLevel(p.size(), n, net.alpha(g), net.w(g)),
+                "2*T_r(" + p.size() + ", " + Costs.bytes(n) + ", "
+                + Costs.secs(net.alpha(g)) + ", " + Costs.bw(net.w(g)) + ") (eq. 6)",
+                2.0 * (p.size() - 1) / p.size() * n);
     }
 
     /**
@@ -172,7 +176,8 @@ public final class PaperFormulas {
         int g = net.outer();
         double t = twoLevel(p0, p.size(), n, net.alpha(0), net.w(0), net.alpha(g), net.w(g));
         return new Prediction(t, "T_reduce(" + p0 + ", N, " + Costs.secs(net.alpha(0)) + ", " + Costs.bw(net.w(0))
-                + ") + T_broadcast(same) + 2*T_r/c(" + leaders + ", " + Costs.bytes(n) + ", " + Costs.secs(net.alpha(g)) + ", "
+                + ") + T_broadcast(same) + 2*T_r/c(" + leaders + ", " + Costs.bytes(n) + ", " + Costs.secs(net.alpha(g))
+                + ", "
                 + Costs.bw(net.w(g)) + ") (eq. 7)", 2.0 * (p0 - 1) / p0 * n + 2.0 * (leaders - 1) / leaders * n);
     }
 
@@ -197,13 +202,15 @@ public final class PaperFormulas {
             bytes += 2.0 * (pi - 1) / pi * part;
             part /= pi;
         }
-        return new Prediction(blueConnect(f, n, a, w), "2*sum_i T_r/c(p_i, N/prod p_j, alpha_i, min_j<=i w_j/prod_k<j p_k) over "
+        return new Prediction(blueConnect(f, n, a, w),
+                "2*sum_i T_r/c(p_i, N/prod p_j, alpha_i, min_j<=i w_j/prod_k<j p_k) over "
                 + Costs.fanouts(t) + " (eq. 9)", bytes);
     }
 
     private static void checkLevels(int[] p, double[] alpha, double[] w) {
         if (p.length != w.length || p.length != alpha.length) {
-            throw new IllegalArgumentException(p.length + " fan-outs, " + alpha.length + " latencies, " + w.length + " bandwidths");
+            throw new IllegalArgumentException(p.length + " fan-outs, " + alpha.length + " latencies, " + w.length
+                    + " bandwidths");
         }
         for (int x : p) {
             Costs.checkRanks(x);

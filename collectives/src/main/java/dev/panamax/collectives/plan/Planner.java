@@ -64,7 +64,8 @@ public final class Planner {
         }
         String why = a.unsupported(p);
         if (why != null) {
-            throw new IllegalArgumentException(p.collective().label() + " with algorithm '" + a.name() + "' on " + p.size()
+            throw new IllegalArgumentException(p.collective().label() + " with algorithm '" + a.name() + "' on "
+                    + p.size()
                     + " ranks: " + why);
         }
         return new Selection(a, p);
@@ -80,10 +81,12 @@ public final class Planner {
         Objects.requireNonNull(type, "type");
         boolean rooted = collective == Collective.BROADCAST || collective == Collective.REDUCE;
         if (rooted && (root < 0 || root >= comm.size())) {
-            throw new IllegalArgumentException("root " + root + " is not a rank of this communicator (size " + comm.size() + ")");
+            throw new IllegalArgumentException("root " + root + " is not a rank of this communicator (size "
+                    + comm.size() + ")");
         }
         boolean barrier = collective == Collective.BARRIER;
-        Problem p = new Problem(collective, comm.rank(), comm.size(), barrier ? 0 : count, barrier ? 1 : type.byteSize(),
+        Problem p = new Problem(collective, comm.rank(), comm.size(), barrier ? 0 : count,
+                barrier ? 1 : type.byteSize(),
                 rooted ? root : 0, comm.topology());
         return select(p, comm.algorithm(collective), comm.deterministic()).build();
     }
@@ -98,7 +101,8 @@ public final class Planner {
     public static Candidate choose(Problem problem) {
         List<Candidate> c = candidates(problem);
         if (c.isEmpty()) {
-            throw new IllegalArgumentException("no algorithm with a cost model can run " + problem.collective().label() + " on "
+            throw new IllegalArgumentException("no algorithm with a cost model can run " + problem.collective().label()
+                    + " on "
                     + problem.size() + " ranks");
         }
         return c.get(0);
@@ -119,10 +123,12 @@ public final class Planner {
                     continue;
                 }
                 Prediction pr = CostModel.predict(a, p);
-                ranked.add(new Ranked(new Candidate(a.name(), t, pr.seconds(), pr.formula()), quantize(pr.seconds()), ai, fi));
+                ranked.add(new Ranked(new Candidate(a.name(), t, pr.seconds(), pr.formula()), quantize(pr.seconds()),
+                        ai, fi));
             }
         }
-        ranked.sort(Comparator.comparingDouble(Ranked::key).thenComparingInt(Ranked::tie).thenComparingInt(Ranked::factorization));
+        ranked.sort(Comparator.comparingDouble(Ranked::key).thenComparingInt(Ranked::tie)
+                .thenComparingInt(Ranked::factorization));
         List<Candidate> out = new ArrayList<>(ranked.size());
         for (Ranked r : ranked) {
             out.add(r.candidate);
@@ -138,7 +144,8 @@ public final class Planner {
     public static String explain(Problem problem) {
         List<Candidate> c = candidates(problem);
         StringBuilder b = new StringBuilder();
-        b.append(String.format(Locale.ROOT, "%s of %d x %d B on %d ranks, topology %s%n", problem.collective().label(), problem.count(),
+        b.append(String.format(Locale.ROOT, "%s of %d x %d B on %d ranks, topology %s%n", problem.collective().label(),
+                problem.count(),
                 problem.elementBytes(), problem.size(), problem.topology()));
         int wa = "algorithm".length();
         int wf = "factorization".length();

@@ -11,7 +11,8 @@ import java.util.Objects;
  * and reduce; {@code recvCount} for reduce-scatter; {@code sendCount} for all-gather; the
  * elements per peer for all-to-all; 0 for the barrier.
  */
-public record Problem(Collective collective, int rank, int size, long count, int elementBytes, int root, Topology topology) {
+public record Problem(Collective collective, int rank, int size, long count, int elementBytes, int root,
+        Topology topology) {
     public Problem {
         Objects.requireNonNull(collective, "collective");
         Objects.requireNonNull(topology, "topology");
@@ -28,7 +29,8 @@ public record Problem(Collective collective, int rank, int size, long count, int
             throw new IllegalArgumentException("root " + root + " is not a rank of " + size);
         }
         if (topology.size() != size) {
-            throw new IllegalArgumentException("topology " + topology + " has " + topology.size() + " ranks, the communicator " + size);
+            throw new IllegalArgumentException("topology " + topology + " has " + topology.size()
+                    + " ranks, the communicator " + size);
         }
     }
 

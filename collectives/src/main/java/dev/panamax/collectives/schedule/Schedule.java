@@ -50,7 +50,8 @@ public record Schedule(Problem problem, String algorithm, long[] scratchCounts, 
         StringBuilder b = new StringBuilder();
         Problem p = problem;
         b.append(p.collective().label()).append(" ").append(algorithm).append(": rank ").append(p.rank()).append(" of ")
-                .append(p.size()).append(", count ").append(p.count()).append(" x ").append(p.elementBytes()).append(" B");
+                .append(p.size()).append(", count ").append(p.count()).append(" x ").append(p.elementBytes())
+                .append(" B");
         if (p.collective() == Collective.BROADCAST || p.collective() == Collective.REDUCE) {
             b.append(", root ").append(p.root());
         }

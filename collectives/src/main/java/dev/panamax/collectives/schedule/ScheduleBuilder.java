@@ -79,7 +79,8 @@ public final class ScheduleBuilder {
             throw new IllegalArgumentException("stage '" + openLabel + "': " + step + " addresses this rank itself");
         }
         if (step.isTransfer() && (peerOf(step) < 0 || peerOf(step) >= problem.size())) {
-            throw new IllegalArgumentException("stage '" + openLabel + "': " + step + " addresses no rank of " + problem.size());
+            throw new IllegalArgumentException("stage '" + openLabel + "': " + step + " addresses no rank of "
+                    + problem.size());
         }
         open.add(step);
         return this;

@@ -133,7 +133,8 @@ public final class Simulator {
             for (int r = 0; r < n; r++) {
                 Schedule s = schedules.get(r);
                 if (!s.problem().equals(problem.atRank(r))) {
-                    throw new IllegalArgumentException("schedule " + r + " is for " + s.problem() + ", expected rank " + r);
+                    throw new IllegalArgumentException("schedule " + r + " is for " + s.problem() + ", expected rank "
+                            + r);
                 }
                 buffers[r] = initialBuffers(r, s);
                 heard[r] = 1L << r;
@@ -291,11 +292,13 @@ public final class Simulator {
                 throw fail("rank " + r + ": " + where + " reduces element " + a.index() + " with element " + b.index());
             }
             if ((a.mask() & b.mask()) != 0) {
-                throw fail("rank " + r + ": " + where + " counts the contributions of ranks " + ranks(a.mask() & b.mask())
+                throw fail("rank " + r + ": " + where + " counts the contributions of ranks "
+                        + ranks(a.mask() & b.mask())
                         + " twice (element " + a.index() + ")");
             }
             if (a.finished() || b.finished()) {
-                throw fail("rank " + r + ": " + where + " reduces an element that was already finished (element " + a.index() + ")");
+                throw fail("rank " + r + ": " + where + " reduces an element that was already finished (element "
+                        + a.index() + ")");
             }
             return new Value(a.index(), a.mask() | b.mask(), false);
         }
@@ -320,8 +323,10 @@ public final class Simulator {
                         Value[] v = read(r, f.slice());
                         for (int i = 0; i < v.length; i++) {
                             if (Long.bitCount(v[i].mask()) != f.contributions() || v[i].finished()) {
-                                throw fail("rank " + r + ": " + where + " finishes element " + v[i].index() + " holding "
-                                        + Long.bitCount(v[i].mask()) + " contributions" + (v[i].finished() ? " (finished already)" : ""));
+                                throw fail("rank " + r + ": " + where + " finishes element " + v[i].index()
+                                        + " holding "
+                                        + Long.bitCount(v[i].mask()) + " contributions"
+                                        + (v[i].finished() ? " (finished already)" : ""));
                             }
                             v[i] = new Value(v[i].index(), v[i].mask(), true);
                         }
@@ -345,12 +350,14 @@ public final class Simulator {
                 Slice w = writes.get(i);
                 for (int j = 0; j < writes.size(); j++) {
                     if (j != i && overlapsAliased(r, w, writes.get(j))) {
-                        throw fail("rank " + r + ": stage '" + st.label() + "' receives into " + w + " and " + writes.get(j) + " at once");
+                        throw fail("rank " + r + ": stage '" + st.label() + "' receives into " + w + " and "
+                                + writes.get(j) + " at once");
                     }
                 }
                 for (Slice rd : reads) {
                     if (overlapsAliased(r, w, rd) && !isOwnOperand(st, w, rd)) {
-                        throw fail("rank " + r + ": stage '" + st.label() + "' receives into " + w + " while " + rd + " is being read");
+                        throw fail("rank " + r + ": stage '" + st.label() + "' receives into " + w + " while " + rd
+                                + " is being read");
                     }
                 }
             }
@@ -453,7 +460,8 @@ public final class Simulator {
                     }
                     case BARRIER -> {
                         if (heard[r] != fullMask) {
-                            throw fail("barrier: rank " + r + " leaves without having heard from ranks " + ranks(fullMask & ~heard[r]));
+                            throw fail("barrier: rank " + r + " leaves without having heard from ranks "
+                                    + ranks(fullMask & ~heard[r]));
                         }
                     }
                 }
@@ -496,7 +504,8 @@ public final class Simulator {
 
         private ScheduleException fail(String message) {
             Schedule s0 = schedules.get(0);
-            return new ScheduleException(s0.problem().collective().label() + " " + s0.algorithm() + " on " + n + " ranks, count "
+            return new ScheduleException(s0.problem().collective().label() + " " + s0.algorithm() + " on " + n
+                    + " ranks, count "
                     + problem.count() + (inPlace ? ", in place" : "") + ": " + message);
         }
     }

@@ -33,7 +33,8 @@ public sealed interface Step {
         public Recv {
             Objects.requireNonNull(dst, "dst");
             if (with != null && with.count() != dst.count()) {
-                throw new IllegalArgumentException("recv-reduce operand " + with + " and destination " + dst + " differ in length");
+                throw new IllegalArgumentException("recv-reduce operand " + with + " and destination " + dst
+                        + " differ in length");
             }
         }
 

@@ -20,7 +20,8 @@ import java.util.stream.Stream;
  */
 final class SourceGraph {
     private static final Pattern PACKAGE = Pattern.compile("^package\\s+([\\w.]+)\\s*;", Pattern.MULTILINE);
-    private static final Pattern IMPORT = Pattern.compile("^import\\s+(static\\s+)?([\\w.]+?)(\\.\\*)?\\s*;", Pattern.MULTILINE);
+    private static final Pattern IMPORT = Pattern.compile("^import\\s+(static\\s+)?([\\w.]+?)(\\.\\*)?\\s*;",
+            Pattern.MULTILINE);
 
     /** Class name (fully qualified) to its package. */
     final Map<String, String> packageOf = new TreeMap<>();
@@ -101,7 +102,8 @@ final class SourceGraph {
     List<String> importers(String from, String to) {
         List<String> out = new ArrayList<>();
         for (Map.Entry<String, Set<String>> e : imports.entrySet()) {
-            if (packageOf.get(e.getKey()).equals(from) && e.getValue().stream().anyMatch(t -> packageOf.get(t).equals(to))) {
+            if (packageOf.get(e.getKey()).equals(from)
+                    && e.getValue().stream().anyMatch(t -> packageOf.get(t).equals(to))) {
                 out.add(e.getKey().substring(e.getKey().lastIndexOf('.') + 1));
             }
         }

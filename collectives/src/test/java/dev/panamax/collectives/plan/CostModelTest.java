@@ -60,7 +60,8 @@ class CostModelTest {
         close(1525e-6, PaperFormulas.broadcast(4, 1e6, 5e-6, 1e9)); // eq. 4
         close(1525e-6, PaperFormulas.reduce(4, 1e6, 5e-6, 1e9));
         // eq. 5 = eq. 6: 12 ranks, 12 MB, alpha 1 us, min W = 100 MB/s
-        close(2 * (11e-6 + 11.0 / 12 * 12e6 / 1e8), PaperFormulas.oneLevel(12, 12e6, 1e-6, new double[] {5e9, 1e8, 2e8}));
+        close(2 * (11e-6 + 11.0 / 12 * 12e6 / 1e8),
+                PaperFormulas.oneLevel(12, 12e6, 1e-6, new double[] {5e9, 1e8, 2e8}));
         close(0.220022, PaperFormulas.oneLevel(12, 12e6, 1e-6, 1e8));
         close(0, Costs.ringPhaseTime(1, 1e6, 5e-6, 1e9));
         close(0, Costs.halvingDoublingPhaseTime(1, 1e6, 5e-6, 1e9));
@@ -74,14 +75,17 @@ class CostModelTest {
         double n = 100e6;
         double a = 1e-6;
         double blc = PaperFormulas.blueConnect(p, n, a, w);
-        double expected = 2 * Costs.ringPhaseTime(3, n, a, 32e9) + 2 * Costs.halvingDoublingPhaseTime(2, n / 3, a, 12.5e9 / 3) + 2 * Costs.halvingDoublingPhaseTime(2, n / 6, a, 25e9 / 6);
+        double expected = 2 * Costs.ringPhaseTime(3, n, a, 32e9) + 2 * Costs.halvingDoublingPhaseTime(2, n / 3, a,
+                12.5e9 / 3) + 2 * Costs.halvingDoublingPhaseTime(2, n / 6, a, 25e9 / 6);
         close(expected, blc);
         double two = PaperFormulas.twoLevel(3, 12, n, a, 32e9, a, 12.5e9);
-        close(Costs.halvingDoublingPhaseTime(3, n, a, 32e9) * 2 + Costs.ringPhaseTime(3, n, a, 32e9) * 2 + 2 * Costs.halvingDoublingPhaseTime(4, n, a, 12.5e9), two);
+        close(Costs.halvingDoublingPhaseTime(3, n, a, 32e9) * 2 + Costs.ringPhaseTime(3, n, a, 32e9) * 2 + 2
+                * Costs.halvingDoublingPhaseTime(4, n, a, 12.5e9), two);
         assertTrue(blc <= two, blc + " > " + two);
         // torus, eq. 10: stage i sees min{w0, w_j / p0 : 1 <= j <= i}
         double torus = PaperFormulas.blueConnectTorus(p, n, a, w);
-        close(2 * Costs.ringPhaseTime(3, n, a, 32e9) + 2 * Costs.halvingDoublingPhaseTime(2, n / 3, a, 12.5e9 / 3) + 2 * Costs.halvingDoublingPhaseTime(2, n / 6, a, 12.5e9 / 3), torus);
+        close(2 * Costs.ringPhaseTime(3, n, a, 32e9) + 2 * Costs.halvingDoublingPhaseTime(2, n / 3, a, 12.5e9 / 3) + 2
+                * Costs.halvingDoublingPhaseTime(2, n / 6, a, 12.5e9 / 3), torus);
     }
 
     @Test
@@ -110,7 +114,8 @@ class CostModelTest {
         double a = Topology.DEFAULT_LATENCY_SECONDS;
         double w = Topology.DEFAULT_BYTES_PER_SECOND;
         close(2 * Costs.ringPhaseTime(6, n, a, w), CostModel.predict("ring", p).seconds());
-        close(CostModel.predict("ring", p).seconds(), CostModel.predict("blueconnect", p).seconds()); // one-level ring, sec. 3.4
+        // one-level ring, sec. 3.4
+        close(CostModel.predict("ring", p).seconds(), CostModel.predict("blueconnect", p).seconds());
         close(CostModel.predict("ring", p).seconds(), CostModel.predict("mdring", p).seconds());
         close(PaperFormulas.oneLevel(p).seconds(), CostModel.predict("ring", p).seconds());
         // rhd on 6: fold to 4, 2 T_c(4), unfold
@@ -124,9 +129,11 @@ class CostModelTest {
         Problem ag = problem(Collective.ALL_GATHER, 1000, 4, "8");
         close(Costs.halvingDoublingPhaseTime(8, 8 * 4000, a, w), CostModel.predict("rhd", ag).seconds());
         close(3 * a, CostModel.predict("dissemination", problem(Collective.BARRIER, 0, 1, "5")).seconds());
-        close(4 * (a + 4000 / w), CostModel.predict("pairwise", problem(Collective.ALL_TO_ALL, 1000, 4, "5")).seconds());
+        close(4 * (a + 4000 / w), CostModel.predict("pairwise", problem(Collective.ALL_TO_ALL, 1000, 4, "5"))
+                .seconds());
         // chain broadcast of 4 pieces of 512 KiB over 5 ranks: 4 + 3 hops
-        close(7 * (a + 512 * 1024 / w), CostModel.predict("ring", problem(Collective.BROADCAST, 1 << 19, 4, "5")).seconds());
+        close(7 * (a + 512 * 1024 / w), CostModel.predict("ring", problem(Collective.BROADCAST, 1 << 19, 4, "5"))
+                .seconds());
         close(0, CostModel.predict("ring", problem(Collective.ALL_REDUCE, 0, 4, "5")).seconds());
         close(0, CostModel.predict("ring", problem(Collective.ALL_REDUCE, 10, 4, "1")).seconds());
     }
@@ -137,7 +144,8 @@ class CostModelTest {
         double blc = CostModel.predict("blueconnect", p).seconds();
         close(PaperFormulas.blueConnect(p).seconds(), blc);
         double n = 100 << 20;
-        double expected = 2 * Costs.ringPhaseTime(3, n, 1e-6, 5e9) + 2 * Costs.halvingDoublingPhaseTime(2, n / 3, 20e-6, 100e6) + 2 * Costs.halvingDoublingPhaseTime(2, n / 6, 50e-6, 10e6);
+        double expected = 2 * Costs.ringPhaseTime(3, n, 1e-6, 5e9) + 2 * Costs.halvingDoublingPhaseTime(2, n / 3, 20e-6,
+                100e6) + 2 * Costs.halvingDoublingPhaseTime(2, n / 6, 50e-6, 10e6);
         close(expected, blc);
         assertTrue(blc <= PaperFormulas.twoLevel(p).seconds());
         assertTrue(blc <= CostModel.predict("two-level", p).seconds());
@@ -172,7 +180,8 @@ class CostModelTest {
             Topology t = Topology.parse(topo);
             int n = t.size();
             for (Collective c : Collective.values()) {
-                long count = c == Collective.BARRIER ? 0 : 48L * 1024 * 5; // divisible by every group size and power of two used
+                // divisible by every group size and power of two used
+                long count = c == Collective.BARRIER ? 0 : 48L * 1024 * 5;
                 for (String name : Algorithms.names()) {
                     Algorithm alg = Algorithms.get(name);
                     Problem p = new Problem(c, 0, n, count, 4, 0, t);
@@ -196,7 +205,8 @@ class CostModelTest {
         assertThrows(IllegalArgumentException.class, () -> CostModel.predict("rhd", rs6));
         assertThrows(IllegalArgumentException.class, () -> CostModel.predict("nosuch", rs6));
         assertThrows(IllegalArgumentException.class, () -> CostModel.predict("butterfly", rs6));
-        for (String name : List.of("ring", "rhd", "butterfly", "reduce-bcast", "two-level", "mdring", "blueconnect", "direct", "pairwise",
+        for (String name : List.of("ring", "rhd", "butterfly", "reduce-bcast", "two-level", "mdring", "blueconnect",
+                "direct", "pairwise",
                 "dissemination")) {
             assertTrue(Algorithms.names().contains(name), name);
         }

@@ -71,6 +71,7 @@ class LinearFitTest {
         assertThrows(IllegalArgumentException.class, () -> LinearFit.linear(new double[] {1, 1}, new double[] {2, 3}));
         assertThrows(IllegalArgumentException.class, () -> LinearFit.linear(new double[] {1}, new double[] {2}));
         assertThrows(IllegalArgumentException.class, () -> LinearFit.linear(new double[] {1, 2}, new double[] {2}));
-        assertThrows(IllegalArgumentException.class, () -> LinearFit.linear(new double[] {1, 2}, new double[] {2, Double.NaN}));
+        assertThrows(IllegalArgumentException.class, () ->
+                LinearFit.linear(new double[] {1, 2}, new double[] {2, Double.NaN}));
     }
 }

@@ -54,7 +54,8 @@ class PlannerTest {
         Candidate c = Planner.choose(problem(Collective.ALL_REDUCE, 16 << 20, 4, Topology.parse("2x2:bw=5G,50M")));
         assertEquals("blueconnect", c.algorithm());
         assertArrayEquals(new int[] {2, 2}, c.topology().fanouts());
-        Candidate d = Planner.choose(problem(Collective.ALL_REDUCE, 25 << 20, 4, Topology.parse("3x2x2:bw=5G,100M,10M:alpha=1us,20us,50us")));
+        Candidate d = Planner.choose(problem(Collective.ALL_REDUCE, 25 << 20, 4,
+                Topology.parse("3x2x2:bw=5G,100M,10M:alpha=1us,20us,50us")));
         assertTrue(Set.of("blueconnect", "mdring").contains(d.algorithm()), d.toString());
     }
 
@@ -63,18 +64,21 @@ class PlannerTest {
         Topology t = Topology.parse("3x2x2:bw=5G,100M,10M:alpha=1us,20us,50us");
         List<Candidate> all = Planner.candidates(problem(Collective.ALL_REDUCE, 1 << 18, 4, t));
         for (String name : Algorithms.all().stream().filter(Algorithm::followsTopology).map(Algorithm::name).toList()) {
-            List<String> shapes = all.stream().filter(c -> c.algorithm().equals(name)).map(c -> Costs.fanouts(c.topology())).sorted().toList();
+            List<String> shapes = all.stream().filter(c -> c.algorithm().equals(name)).map(c ->
+                    Costs.fanouts(c.topology())).sorted().toList();
             assertEquals(List.of("12", "3x2x2", "3x4", "6x2"), shapes, name);
         }
         assertEquals(1, all.stream().filter(c -> c.algorithm().equals("ring")).count());
-        // with per-rank bandwidths, splitting a level never costs BlueConnect time: the finest factorization is its best
+        // with per-rank bandwidths, splitting a level never costs BlueConnect time: the finest factorization is its
+        // best
         Candidate bestBlue = all.stream().filter(c -> c.algorithm().equals("blueconnect")).findFirst().orElseThrow();
         assertEquals(t, bestBlue.topology());
     }
 
     @Test
     void factorizationsMergeAdjacentLevels() {
-        Topology t = new Topology(List.of(new Topology.Level(3, 5e9, 1e-6), new Topology.Level(2, 1e8, 2e-5), new Topology.Level(2, 1e7, 5e-5)),
+        Topology t = new Topology(List.of(new Topology.Level(3, 5e9, 1e-6), new Topology.Level(2, 1e8, 2e-5),
+                new Topology.Level(2, 1e7, 5e-5)),
                 new int[] {11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0});
         List<Topology> f = Planner.factorizations(t);
         assertEquals(4, f.size());
@@ -145,7 +149,8 @@ class PlannerTest {
         }
         assertEquals(c.get(0), Planner.choose(p));
         String table = Planner.explain(p);
-        assertTrue(table.contains("algorithm") && table.contains("factorization") && table.contains("blueconnect") && table.contains("6x2"),
+        assertTrue(table.contains("algorithm") && table.contains("factorization") && table.contains("blueconnect")
+                && table.contains("6x2"),
                 table);
         assertTrue(table.lines().anyMatch(l -> l.startsWith("* " + c.get(0).algorithm())), table);
     }
@@ -168,7 +173,8 @@ class PlannerTest {
 
         @Override
         public String unsupported(Problem problem) {
-            return problem.collective() == Collective.ALL_REDUCE ? ring.unsupported(problem) : name + " has only allreduce";
+            return problem.collective() == Collective.ALL_REDUCE ? ring.unsupported(problem) : name
+                    + " has only allreduce";
         }
 
         @Override
@@ -193,7 +199,8 @@ class PlannerTest {
         Algorithms.register(slow);
         try {
             assertEquals(before, Planner.choose(p).algorithm(), "a slower prediction must not win");
-            assertTrue(Planner.candidates(p).stream().anyMatch(c -> c.algorithm().equals(slow.name)), "weighed all the same");
+            assertTrue(Planner.candidates(p).stream().anyMatch(c -> c.algorithm().equals(slow.name)),
+                    "weighed all the same");
             Algorithms.register(fast);
             assertEquals(fast.name, Planner.choose(p).algorithm());
             assertTrue(Planner.explain(p).lines().anyMatch(l -> l.startsWith("* " + fast.name)), Planner.explain(p));
@@ -201,7 +208,8 @@ class PlannerTest {
             // A communicator on auto runs it, and the result is right.
             List<Communicator> comms = Panamax.local(3);
             try {
-                assertEquals(fast.name, Planner.scheduleFor(comms.get(0), Collective.ALL_REDUCE, 1000, DataType.FLOAT32, 0).algorithm());
+                assertEquals(fast.name, Planner.scheduleFor(comms.get(0), Collective.ALL_REDUCE, 1000, DataType.FLOAT32,
+                        0).algorithm());
                 List<Thread> threads = new ArrayList<>();
                 float[][] got = new float[3][];
                 for (Communicator c : comms) {

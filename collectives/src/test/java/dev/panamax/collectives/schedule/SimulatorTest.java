@@ -62,8 +62,10 @@ class SimulatorTest {
                 tests.add(DynamicTest.dynamicTest(c.label() + " " + name, () -> {
                     int checked = 0;
                     for (int n = 1; n <= 64; n++) {
-                        int[] roots = c == Collective.BROADCAST || c == Collective.REDUCE ? new int[] {0, n - 1, n / 2} : new int[] {0};
-                        boolean hierarchical = name.equals("blueconnect") || name.equals("mdring") || name.equals("two-level");
+                        int[] roots = c == Collective.BROADCAST || c == Collective.REDUCE ? new int[] {0, n - 1, n / 2}
+                                : new int[] {0};
+                        boolean hierarchical = name.equals("blueconnect") || name.equals("mdring")
+                                || name.equals("two-level");
                         List<Topology> tops = hierarchical ? topologies(n) : List.of(Topology.flat(n));
                         for (Topology t : tops) {
                             for (long count : c == Collective.BARRIER ? new long[] {0} : counts(n)) {
@@ -116,7 +118,8 @@ class SimulatorTest {
     void blueConnectOnThePapersFigure4() {
         Topology t = Topology.parse("3x2x2");
         for (long count : new long[] {12, 100, 7, 1 << 12}) {
-            Simulator.verify(Algorithms.get(Algorithms.BLUECONNECT)::build, new Problem(Collective.ALL_REDUCE, 0, 12, count, 4, 0, t));
+            Simulator.verify(Algorithms.get(Algorithms.BLUECONNECT)::build,
+                    new Problem(Collective.ALL_REDUCE, 0, 12, count, 4, 0, t));
         }
     }
 
@@ -138,7 +141,8 @@ class SimulatorTest {
             }
         };
         assertThrows(Simulator.ScheduleException.class,
-                () -> Simulator.verify(dropsLastStage::build, new Problem(Collective.ALL_REDUCE, 0, 4, 8, 4, 0, Topology.flat(4))));
+                () -> Simulator.verify(dropsLastStage::build,
+                        new Problem(Collective.ALL_REDUCE, 0, 4, 8, 4, 0, Topology.flat(4))));
 
         Algorithm countsTwice = new Algorithm() {
             public String name() {
@@ -159,7 +163,8 @@ class SimulatorTest {
             }
         };
         Simulator.ScheduleException e = assertThrows(Simulator.ScheduleException.class,
-                () -> Simulator.verify(countsTwice::build, new Problem(Collective.ALL_REDUCE, 0, 2, 4, 4, 0, Topology.flat(2))));
+                () -> Simulator.verify(countsTwice::build,
+                        new Problem(Collective.ALL_REDUCE, 0, 2, 4, 4, 0, Topology.flat(2))));
         assertTrue(e.getMessage().contains("twice"), e.getMessage());
 
         Algorithm deadlocks = new Algorithm() {
@@ -181,7 +186,8 @@ class SimulatorTest {
             }
         };
         e = assertThrows(Simulator.ScheduleException.class,
-                () -> Simulator.verify(deadlocks::build, new Problem(Collective.BROADCAST, 0, 2, 1, 4, 0, Topology.flat(2))));
+                () -> Simulator.verify(deadlocks::build,
+                        new Problem(Collective.BROADCAST, 0, 2, 1, 4, 0, Topology.flat(2))));
         assertTrue(e.getMessage().contains("deadlock"), e.getMessage());
     }
 }

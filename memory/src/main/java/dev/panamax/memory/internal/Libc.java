@@ -27,7 +27,8 @@ public final class Libc {
     private static final MethodHandle CLOSE = downcall("close",
             FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), CAPTURE_ERRNO);
     private static final MethodHandle STRERROR = downcall("strerror",
-            FunctionDescriptor.of(ValueLayout.ADDRESS.withTargetLayout(MemoryLayout.sequenceLayout(1024, ValueLayout.JAVA_BYTE)),
+            FunctionDescriptor.of(ValueLayout.ADDRESS.withTargetLayout(MemoryLayout.sequenceLayout(1024,
+                    ValueLayout.JAVA_BYTE)),
                     ValueLayout.JAVA_INT));
 
     /** MFD_CLOEXEC from linux/memfd.h. */

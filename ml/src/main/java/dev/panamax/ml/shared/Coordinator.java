@@ -32,7 +32,8 @@ import java.util.NoSuchElementException;
  * it together instead of timing out.
  */
 final class Coordinator {
-    /** Descriptor: key hash, round, length, tasks, reduction code, failed flag, key length, then the key's first bytes. */
+    /** Descriptor: key hash, round, length, tasks, reduction code, failed flag, key length, then the key's first bytes.
+     * */
     private static final int DESCRIPTOR_LONGS = 16;
     private static final int KEY_LONGS = DESCRIPTOR_LONGS - 7;
 
@@ -59,8 +60,10 @@ final class Coordinator {
                     slot = new Slot(c, key, numTasks, reduction);
                     c.slots.put(key, slot);
                 } else if (!slot.matches(numTasks, reduction)) {
-                    throw new IllegalArgumentException("shared variable '" + key + "' exists on rank " + comm.rank() + " with numTasks "
-                            + slot.numTasks() + " and " + slot.reduction() + "; init asked for numTasks " + numTasks + " and " + reduction);
+                    throw new IllegalArgumentException("shared variable '" + key + "' exists on rank " + comm.rank()
+                            + " with numTasks "
+                            + slot.numTasks() + " and " + slot.reduction() + "; init asked for numTasks " + numTasks
+                            + " and " + reduction);
                 }
                 return slot;
             }
@@ -81,7 +84,8 @@ final class Coordinator {
                     known = new ArrayList<>(c.slots.keySet());
                 }
             }
-            throw new NoSuchElementException("no shared variable '" + key + "' on rank " + comm.rank() + " of this communicator"
+            throw new NoSuchElementException("no shared variable '" + key + "' on rank " + comm.rank()
+                    + " of this communicator"
                     + " (init it first); known keys: " + known);
         }
     }
@@ -106,7 +110,8 @@ final class Coordinator {
     void localReady(RoundState round) {
         synchronized (this) {
             if (broken != null) {
-                round.fail(new CollectiveException("the shared variables of this communicator stopped after an earlier failure: "
+                round.fail(new CollectiveException("the shared variables of this communicator stopped after an "
+                        + "earlier failure: "
                         + broken.getMessage(), broken));
                 return;
             }
@@ -183,7 +188,8 @@ final class Coordinator {
     }
 
     private void finish(RoundState round, int totalTasks) {
-        if (round.slot().reduction() instanceof SharedReduction.Operator(DataType type, ReduceOp op) && op == ReduceOp.AVG) {
+        if (round.slot().reduction() instanceof SharedReduction.Operator(DataType type, ReduceOp op) && op
+                == ReduceOp.AVG) {
             Reductions.divide(type, round.accumulator(), 0, round.length(), totalTasks);
         }
         round.complete();
@@ -204,7 +210,8 @@ final class Coordinator {
             return "the processes committed vectors of different lengths " + column(table, 2);
         }
         if (Arrays.stream(table).anyMatch(d -> d[4] != table[0][4])) {
-            return "the processes initialized it with different reductions (" + round.slot().reduction() + " on this rank; codes "
+            return "the processes initialized it with different reductions (" + round.slot().reduction()
+                    + " on this rank; codes "
                     + column(table, 4) + ")";
         }
         return null;
@@ -261,7 +268,8 @@ final class Coordinator {
             }
             long left = deadline - System.nanoTime();
             if (left <= 0) {
-                throw new CollectiveTimeoutException("rank 0 runs round " + chosen[1] + " of shared variable '" + keyOf(chosen)
+                throw new CollectiveTimeoutException("rank 0 runs round " + chosen[1] + " of shared variable '"
+                        + keyOf(chosen)
                         + "' next, but its tasks on rank " + comm.rank() + " did not all commit within "
                         + comm.timeoutNanos() / 1_000_000 + " ms");
             }
@@ -269,7 +277,8 @@ final class Coordinator {
                 wait(Math.max(1, left / 1_000_000));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new CollectiveException("interrupted while waiting for round " + chosen[1] + " of shared variable '"
+                throw new CollectiveException("interrupted while waiting for round " + chosen[1]
+                        + " of shared variable '"
                         + keyOf(chosen) + "'", e);
             }
         }
@@ -296,7 +305,8 @@ final class Coordinator {
             comm.allGather(send, recv, DESCRIPTOR_LONGS, DataType.INT64);
             long[][] out = new long[p][];
             for (int q = 0; q < p; q++) {
-                out[q] = recv.asSlice((long) q * DESCRIPTOR_LONGS * Long.BYTES, DESCRIPTOR_LONGS * Long.BYTES).toArray(ValueLayout.JAVA_LONG);
+                out[q] = recv.asSlice((long) q * DESCRIPTOR_LONGS * Long.BYTES, DESCRIPTOR_LONGS * Long.BYTES)
+                        .toArray(ValueLayout.JAVA_LONG);
             }
             return out;
         }

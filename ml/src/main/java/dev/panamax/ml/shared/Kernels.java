@@ -51,19 +51,22 @@ final class Kernels {
         inChunks(b.byteSize(), size, (from, to) -> {
             long count = (to - from) / size;
             switch (reduction) {
-                case SharedReduction.Operator op -> Reductions.reduce(type, op.op(), dst, from, a, from, b, from, count);
+                case SharedReduction.Operator op ->
+                        Reductions.reduce(type, op.op(), dst, from, a, from, b, from, count);
                 case SharedReduction.DoubleFunction f -> {
                     var fn = f.fn();
                     for (long at = from; at < to; at += Double.BYTES) {
                         dst.set(ValueLayout.JAVA_DOUBLE_UNALIGNED, at, fn.applyAsDouble(
-                                a.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, at), b.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, at)));
+                                a.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, at),
+                                        b.get(ValueLayout.JAVA_DOUBLE_UNALIGNED, at)));
                     }
                 }
                 case SharedReduction.FloatFunction f -> {
                     var fn = f.fn();
                     for (long at = from; at < to; at += Float.BYTES) {
                         dst.set(ValueLayout.JAVA_FLOAT_UNALIGNED, at, fn.applyAsFloat(
-                                a.get(ValueLayout.JAVA_FLOAT_UNALIGNED, at), b.get(ValueLayout.JAVA_FLOAT_UNALIGNED, at)));
+                                a.get(ValueLayout.JAVA_FLOAT_UNALIGNED, at),
+                                        b.get(ValueLayout.JAVA_FLOAT_UNALIGNED, at)));
                     }
                 }
             }

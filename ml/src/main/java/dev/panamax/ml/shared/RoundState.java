@@ -74,8 +74,10 @@ final class RoundState {
         boolean startDrain;
         synchronized (this) {
             if (committed == slot.numTasks()) {
-                throw new IllegalStateException("commit " + (committed + 1) + " to " + this + ", which takes " + slot.numTasks()
-                        + " (numTasks of init) and is still reducing: more tasks commit than declared, or a task committed"
+                throw new IllegalStateException("commit " + (committed + 1) + " to " + this + ", which takes "
+                        + slot.numTasks()
+                        + " (numTasks of init) and is still reducing: more tasks commit than declared, or a task "
+                        + "committed"
                         + " twice without waiting for the round's result");
             }
             if (state == State.FAILED) {
@@ -86,7 +88,8 @@ final class RoundState {
             if (length < 0) {
                 length = count;
             } else if (count != length) {
-                throw new IllegalArgumentException("commit of " + count + " elements to " + this + ", whose first commit had "
+                throw new IllegalArgumentException("commit of " + count + " elements to " + this
+                        + ", whose first commit had "
                         + length);
             }
             committed++;
@@ -180,8 +183,10 @@ final class RoundState {
                         ? committed + " of " + slot.numTasks() + " tasks of this process committed"
                         : folded < slot.numTasks()
                         ? "all " + slot.numTasks() + " tasks of this process committed, " + folded + " reduced so far"
-                        : "all " + slot.numTasks() + " tasks of this process committed; the all-reduce with the other processes has not ended";
-                throw new CollectiveTimeoutException("timed out after " + timeoutNanos / 1_000_000 + " ms waiting for " + this
+                        : "all " + slot.numTasks()
+                        + " tasks of this process committed; the all-reduce with the other processes has not ended";
+                throw new CollectiveTimeoutException("timed out after " + timeoutNanos / 1_000_000 + " ms waiting for "
+                        + this
                         + ": " + where);
             }
             try {

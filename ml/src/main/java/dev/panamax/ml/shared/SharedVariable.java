@@ -89,7 +89,8 @@ public final class SharedVariable implements AutoCloseable {
 
         private void requireType(DataType type, String method) {
             if (round.slot().reduction().type() != type) {
-                throw new IllegalStateException(method + " needs a " + type.canonicalName() + " variable; shared variable '"
+                throw new IllegalStateException(method + " needs a " + type.canonicalName()
+                        + " variable; shared variable '"
                         + round.slot().key() + "' holds " + round.slot().reduction().type().canonicalName());
             }
         }
@@ -228,7 +229,8 @@ public final class SharedVariable implements AutoCloseable {
 
     private void requireType(DataType type, int length, String what) {
         if (slot.reduction().type() != type) {
-            throw new IllegalArgumentException("a " + what + " of " + length + " elements committed to shared variable '"
+            throw new IllegalArgumentException("a " + what + " of " + length
+                    + " elements committed to shared variable '"
                     + slot.key() + "', which holds " + slot.reduction().type().canonicalName());
         }
     }

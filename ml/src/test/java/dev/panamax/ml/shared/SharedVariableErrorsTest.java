@@ -75,7 +75,8 @@ class SharedVariableErrorsTest {
         SharedVariable.Round r1 = SharedVariable.init(c.get(1), "x", 1, SUM64).commit(new double[4]);
         for (SharedVariable.Round r : List.of(r0, r1)) {
             CollectiveException e = assertThrows(CollectiveException.class, () -> r.getDoubles(LONG));
-            assertTrue(e.getMessage().contains("different lengths") && e.getMessage().contains("rank 1: 4"), e.getMessage());
+            assertTrue(e.getMessage().contains("different lengths") && e.getMessage().contains("rank 1: 4"),
+                    e.getMessage());
         }
         // The processes agreed to skip that all-reduce, so the variable goes on with the next round.
         SharedVariable.Round n0 = SharedVariable.lookup(c.get(0), "x").commit(new double[] {1});
@@ -88,7 +89,8 @@ class SharedVariableErrorsTest {
     void unknownKeyNamesTheKnownOnes() {
         Communicator c = open(1).get(0);
         SharedVariable.init(c, "weights", 1, SUM64);
-        NoSuchElementException e = assertThrows(NoSuchElementException.class, () -> SharedVariable.lookup(c, "wieghts"));
+        NoSuchElementException e = assertThrows(NoSuchElementException.class, () -> SharedVariable.lookup(c,
+                "wieghts"));
         assertTrue(e.getMessage().contains("'wieghts'") && e.getMessage().contains("[weights]"), e.getMessage());
     }
 
@@ -96,7 +98,8 @@ class SharedVariableErrorsTest {
     void timeoutSaysHowManyTasksCommitted() {
         SharedVariable v = SharedVariable.init(open(1).get(0), "x", 3, SUM64);
         SharedVariable.Round r = v.commit(new double[] {1});
-        CollectiveTimeoutException e = assertThrows(CollectiveTimeoutException.class, () -> r.getDoubles(Duration.ofMillis(200)));
+        CollectiveTimeoutException e = assertThrows(CollectiveTimeoutException.class, () ->
+                r.getDoubles(Duration.ofMillis(200)));
         assertTrue(e.getMessage().contains("1 of 3 tasks"), e.getMessage());
     }
 
@@ -104,7 +107,8 @@ class SharedVariableErrorsTest {
     void timeoutWhileAnotherProcessIsMissingSaysSo() {
         SharedVariable v = SharedVariable.init(open(2).get(0), "x", 1, SUM64);
         SharedVariable.Round r = v.commit(new double[] {1});
-        CollectiveTimeoutException e = assertThrows(CollectiveTimeoutException.class, () -> r.getDoubles(Duration.ofMillis(200)));
+        CollectiveTimeoutException e = assertThrows(CollectiveTimeoutException.class, () ->
+                r.getDoubles(Duration.ofMillis(200)));
         assertTrue(e.getMessage().contains("other processes"), e.getMessage());
         v.close();
     }
@@ -114,7 +118,8 @@ class SharedVariableErrorsTest {
         Communicator c = open(1).get(0);
         SharedVariable a = SharedVariable.init(c, "x", 2, SUM64);
         assertThrows(IllegalArgumentException.class, () -> SharedVariable.init(c, "x", 3, SUM64));
-        assertThrows(IllegalArgumentException.class, () -> SharedVariable.init(c, "x", 2, SharedReduction.of(DataType.FLOAT64, ReduceOp.MAX)));
+        assertThrows(IllegalArgumentException.class, () ->
+                SharedVariable.init(c, "x", 2, SharedReduction.of(DataType.FLOAT64, ReduceOp.MAX)));
         assertThrows(IllegalArgumentException.class, () -> SharedVariable.init(c, "x", 0, SUM64));
         SharedVariable b = SharedVariable.init(c, "x", 2, SharedReduction.of(DataType.FLOAT64, ReduceOp.SUM));
         a.commit(new double[] {1});
@@ -147,7 +152,8 @@ class SharedVariableErrorsTest {
         }
         for (SharedVariable.Round r : rounds) {
             CollectiveException e = assertThrows(CollectiveException.class, () -> r.getDoubles(LONG));
-            assertTrue(e.getMessage().contains("boom on rank 1") || e.getMessage().contains("failed on rank(s) 1"), e.getMessage());
+            assertTrue(e.getMessage().contains("boom on rank 1") || e.getMessage().contains("failed on rank(s) 1"),
+                    e.getMessage());
         }
     }
 
@@ -177,7 +183,8 @@ class SharedVariableErrorsTest {
         assertTrue(none.getMessage().contains("no round"), none.getMessage());
         v.commit(new double[] {1});
         // A reader that waits before the last commit arrives gets the result as soon as it is there.
-        CompletableFuture<double[]> reader = CompletableFuture.supplyAsync(() -> SharedVariable.lookup(c, "x").getDoubles(LONG));
+        CompletableFuture<double[]> reader = CompletableFuture.supplyAsync(() -> SharedVariable.lookup(c, "x")
+                .getDoubles(LONG));
         v.commit(new double[] {2});
         assertArrayEquals(new double[] {3}, reader.get(60, TimeUnit.SECONDS));
         assertArrayEquals(new double[] {3}, SharedVariable.lookup(c, "x").getDoubles(LONG));

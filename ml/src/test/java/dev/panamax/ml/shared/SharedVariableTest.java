@@ -95,7 +95,8 @@ class SharedVariableTest {
             total += tasksOf(r, tasks, uneven);
         }
         for (int i = 0; i < length; i++) {
-            double acc = op == ReduceOp.MIN ? Double.POSITIVE_INFINITY : op == ReduceOp.MAX ? Double.NEGATIVE_INFINITY : 0;
+            double acc = op == ReduceOp.MIN ? Double.POSITIVE_INFINITY : op == ReduceOp.MAX ? Double.NEGATIVE_INFINITY
+                    : 0;
             for (int r = 0; r < ranks; r++) {
                 for (int t = 0; t < tasksOf(r, tasks, uneven); t++) {
                     double v = value(r, t, k, i);
@@ -116,7 +117,8 @@ class SharedVariableTest {
     @MethodSource("grid")
     void float64SumOverRounds(int ranks, int tasks, boolean uneven, int length) throws Exception {
         runTasks(ranks, tasks, uneven, (r, t, comm) -> {
-            SharedVariable v = SharedVariable.init(comm, "grad", tasksOf(r, tasks, uneven), SharedReduction.of(DataType.FLOAT64, ReduceOp.SUM));
+            SharedVariable v = SharedVariable.init(comm, "grad", tasksOf(r, tasks, uneven),
+                    SharedReduction.of(DataType.FLOAT64, ReduceOp.SUM));
             for (int k = 0; k < ROUNDS; k++) {
                 double[] mine = new double[length];
                 for (int i = 0; i < length; i++) {
@@ -124,7 +126,8 @@ class SharedVariableTest {
                 }
                 SharedVariable.Round round = v.commit(mine);
                 assertEquals(k, round.number());
-                assertArrayEquals(expected(ranks, tasks, uneven, k, length, ReduceOp.SUM), round.getDoubles(GET_TIMEOUT),
+                assertArrayEquals(expected(ranks, tasks, uneven, k, length, ReduceOp.SUM),
+                        round.getDoubles(GET_TIMEOUT),
                         "rank " + r + " task " + t + " round " + k);
             }
         });
@@ -134,7 +137,8 @@ class SharedVariableTest {
     @MethodSource("grid")
     void float32AvgOverRounds(int ranks, int tasks, boolean uneven, int length) throws Exception {
         runTasks(ranks, tasks, uneven, (r, t, comm) -> {
-            SharedVariable v = SharedVariable.init(comm, "avg", tasksOf(r, tasks, uneven), SharedReduction.of(DataType.FLOAT32, ReduceOp.AVG));
+            SharedVariable v = SharedVariable.init(comm, "avg", tasksOf(r, tasks, uneven),
+                    SharedReduction.of(DataType.FLOAT32, ReduceOp.AVG));
             for (int k = 0; k < ROUNDS; k++) {
                 float[] mine = new float[length];
                 for (int i = 0; i < length; i++) {
@@ -146,7 +150,8 @@ class SharedVariableTest {
                 for (int i = 0; i < length; i++) {
                     want[i] = (float) e[i] / total; // the sum is exact in float; one division, in float
                 }
-                assertArrayEquals(want, v.commit(mine).getFloats(GET_TIMEOUT), "rank " + r + " task " + t + " round " + k);
+                assertArrayEquals(want, v.commit(mine).getFloats(GET_TIMEOUT),
+                        "rank " + r + " task " + t + " round " + k);
             }
         });
     }
@@ -164,13 +169,15 @@ class SharedVariableTest {
     @MethodSource("grid")
     void doubleFunctionOverRounds(int ranks, int tasks, boolean uneven, int length) throws Exception {
         runTasks(ranks, tasks, uneven, (r, t, comm) -> {
-            SharedVariable v = SharedVariable.init(comm, "fn", tasksOf(r, tasks, uneven), SharedReduction.ofDoubles((a, b) -> Math.max(a, b)));
+            SharedVariable v = SharedVariable.init(comm, "fn", tasksOf(r, tasks, uneven), SharedReduction.ofDoubles((a,
+                    b) -> Math.max(a, b)));
             for (int k = 0; k < ROUNDS; k++) {
                 double[] mine = new double[length];
                 for (int i = 0; i < length; i++) {
                     mine[i] = value(r, t, k, i);
                 }
-                assertArrayEquals(expected(ranks, tasks, uneven, k, length, ReduceOp.MAX), v.commit(mine).getDoubles(GET_TIMEOUT),
+                assertArrayEquals(expected(ranks, tasks, uneven, k, length, ReduceOp.MAX),
+                        v.commit(mine).getDoubles(GET_TIMEOUT),
                         "rank " + r + " task " + t + " round " + k);
             }
         });
@@ -191,13 +198,15 @@ class SharedVariableTest {
                 for (int i = 0; i < length; i++) {
                     want[i] = (float) e[i];
                 }
-                assertArrayEquals(want, v.commit(mine).getFloats(GET_TIMEOUT), "rank " + r + " task " + t + " round " + k);
+                assertArrayEquals(want, v.commit(mine).getFloats(GET_TIMEOUT),
+                        "rank " + r + " task " + t + " round " + k);
             }
         });
     }
 
     static Stream<Arguments> ranksAndLengths() {
-        return Stream.of(Arguments.of(1, 7), Arguments.of(3, 0), Arguments.of(3, 2), Arguments.of(4, 1), Arguments.of(4, 101), Arguments.of(3, LARGE));
+        return Stream.of(Arguments.of(1, 7), Arguments.of(3, 0), Arguments.of(3, 2), Arguments.of(4, 1),
+                Arguments.of(4, 101), Arguments.of(3, LARGE));
     }
 
     /** Int32 minimum from native segments, read back as segments. */
@@ -218,7 +227,8 @@ class SharedVariableTest {
                     for (int i = 0; i < length; i++) {
                         want[i] = (int) e[i];
                     }
-                    assertArrayEquals(want, got.toArray(ValueLayout.JAVA_INT), "rank " + r + " task " + t + " round " + k);
+                    assertArrayEquals(want, got.toArray(ValueLayout.JAVA_INT),
+                            "rank " + r + " task " + t + " round " + k);
                 }
             }
         });
@@ -232,7 +242,8 @@ class SharedVariableTest {
         int length = 5;
         int iterations = 10;
         runTasks(ranks, tasks, false, (r, t, comm) -> {
-            SharedVariable w = SharedVariable.init(comm, "w", tasks, SharedReduction.of(DataType.FLOAT64, ReduceOp.AVG));
+            SharedVariable w = SharedVariable.init(comm, "w", tasks, SharedReduction.of(DataType.FLOAT64,
+                    ReduceOp.AVG));
             double[] weights = new double[length];
             double[] mirror = new double[length];
             for (int k = 0; k < iterations; k++) {

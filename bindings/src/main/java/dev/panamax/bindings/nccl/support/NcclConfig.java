@@ -16,7 +16,8 @@ public final class NcclConfig {
 
     /**
      * <pre>{@code
-     * #define NCCL_VERSION(X,Y,Z) (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
+     * #define NCCL_VERSION(X,Y,Z) (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) \
+     *                                                     : (X) * 10000 + (Y) * 100 + (Z))
      * }</pre>
      */
     public static int NCCL_VERSION(int x, int y, int z) {

@@ -56,8 +56,10 @@ public final class MutualAuth {
     public static MutualAuth of(String secret) {
         if (secret == null || secret.isEmpty()) {
             if (WARNED_UNSET.compareAndSet(false, true)) {
-                LOG.log(System.Logger.Level.WARNING, "PANAMAX_SECRET is not set: this job is unauthenticated, anyone who can reach "
-                        + "the rendezvous store or a rank's TCP port can join it (scripts/panamax-run and panamax-perf set one)");
+                LOG.log(System.Logger.Level.WARNING,
+                        "PANAMAX_SECRET is not set: this job is unauthenticated, anyone who can reach "
+                        + "the rendezvous store or a rank's TCP port can join it (scripts/panamax-run and "
+                        + "panamax-perf set one)");
             }
             return new MutualAuth(NO_SECRET_KEY);
         }
@@ -98,7 +100,8 @@ public final class MutualAuth {
      * proves itself. Returns the claim (the connecting rank). On a bad proof or claim it tells
      * the peer and throws {@link Unproven}; the caller closes the connection.
      */
-    public int accept(DataInputStream in, DataOutputStream out, String context, IntPredicate claimOk) throws IOException {
+    public int accept(DataInputStream in, DataOutputStream out, String context,
+            IntPredicate claimOk) throws IOException {
         byte[] serverNonce = nonce();
         out.writeInt(MAGIC);
         out.write(serverNonce);

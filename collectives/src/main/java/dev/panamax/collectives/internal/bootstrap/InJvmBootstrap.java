@@ -17,11 +17,13 @@ public final class InJvmBootstrap {
     /** {@code size} connected communicators, one per rank. */
     public static List<Communicator> create(int size, long timeoutNanos) {
         LocalFabric fabric = LocalFabric.create(size);
-        Topology flat = Topology.flat(size, Topology.SHARED_MEMORY.bytesPerSecond(), Topology.SHARED_MEMORY.latencySeconds());
+        Topology flat = Topology.flat(size, Topology.SHARED_MEMORY.bytesPerSecond(),
+                Topology.SHARED_MEMORY.latencySeconds());
         List<Communicator> out = new ArrayList<>(size);
         for (int r = 0; r < size; r++) {
             int rank = r;
-            out.add(new CommunicatorImpl(r, size, fabric.linksOf(r), timeoutNanos, new HostAllocator(), size, flat, null,
+            out.add(new CommunicatorImpl(r, size, fabric.linksOf(r), timeoutNanos, new HostAllocator(), size, flat,
+                    null,
                     () -> fabric.markClosed(rank)));
         }
         return List.copyOf(out);

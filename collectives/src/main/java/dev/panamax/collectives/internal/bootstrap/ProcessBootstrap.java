@@ -74,7 +74,8 @@ public final class ProcessBootstrap {
             StoreServer ownServer = server;
             StoreClient ownStore = store;
             return new CommunicatorImpl(rank, size, connected.links(), timeoutNanos, allocator,
-                    HostIdentity.ranksOn(hosts, self.host()), HostIdentity.detectTopology(hosts, kind), connected.registrar(), () -> {
+                    HostIdentity.ranksOn(hosts, self.host()), HostIdentity.detectTopology(hosts, kind),
+                            connected.registrar(), () -> {
                         sessions.close();
                         ownStore.close();
                         if (ownServer != null) {
@@ -83,7 +84,8 @@ public final class ProcessBootstrap {
                     });
         } catch (IOException e) {
             closeAll(selector, connected, allocator, store, server);
-            throw new CollectiveException("rank " + rank + ": connecting the communicator failed: " + e.getMessage(), e);
+            throw new CollectiveException("rank " + rank + ": connecting the communicator failed: " + e.getMessage(),
+                    e);
         } catch (RuntimeException e) {
             closeAll(selector, connected, allocator, store, server);
             throw e;
@@ -91,7 +93,8 @@ public final class ProcessBootstrap {
     }
 
     /** The transports of {@code kind}, in order of preference. */
-    private static List<Transport> transports(TransportKind kind, ShmAllocator allocator, MutualAuth auth, String bindAddress) {
+    private static List<Transport> transports(TransportKind kind, ShmAllocator allocator, MutualAuth auth,
+            String bindAddress) {
         return switch (kind) {
             case AUTO -> List.of(new ShmTransport(allocator), new TcpTransport(auth, bindAddress));
             case SHM -> List.of(new ShmTransport(allocator));
@@ -100,7 +103,8 @@ public final class ProcessBootstrap {
         };
     }
 
-    private static void closeAll(TransportSelector selector, TransportSelector.Connected connected, ShmAllocator allocator,
+    private static void closeAll(TransportSelector selector, TransportSelector.Connected connected,
+            ShmAllocator allocator,
                                  StoreClient store, StoreServer server) {
         if (selector != null) {
             selector.release();

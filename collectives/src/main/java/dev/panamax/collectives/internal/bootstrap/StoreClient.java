@@ -47,7 +47,8 @@ public final class StoreClient implements AutoCloseable {
         while (System.nanoTime() - deadline < 0) {
             Socket s = new Socket();
             try {
-                int remaining = (int) Math.max(1, Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000));
+                int remaining = (int) Math.max(1, Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime())
+                        / 1_000_000));
                 s.connect(new InetSocketAddress(address, port), Math.min(remaining, 5000));
                 s.setTcpNoDelay(true);
                 remaining = (int) Math.max(1, Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000));
@@ -58,10 +59,12 @@ public final class StoreClient implements AutoCloseable {
                 return c;
             } catch (MutualAuth.Rejected e) {
                 closeQuietly(s);
-                throw new CollectiveException("rank " + rank + ": the store at " + where + " rejected this rank: wrong PANAMAX_SECRET?", e);
+                throw new CollectiveException("rank " + rank + ": the store at " + where
+                        + " rejected this rank: wrong PANAMAX_SECRET?", e);
             } catch (MutualAuth.Unproven e) {
                 closeQuietly(s);
-                throw new CollectiveException("rank " + rank + ": the store at " + where + " could not prove it holds the job's secret "
+                throw new CollectiveException("rank " + rank + ": the store at " + where
+                        + " could not prove it holds the job's secret "
                         + "(wrong PANAMAX_SECRET on rank 0, or not a Panamax store?): " + e.getMessage(), e);
             } catch (IOException e) {
                 last = e;
@@ -79,7 +82,8 @@ public final class StoreClient implements AutoCloseable {
                 sleepMillis = Math.min(sleepMillis * 2, 200);
             }
         }
-        throw new CollectiveTimeoutException("rank " + rank + " could not reach the rendezvous store at " + where + " within "
+        throw new CollectiveTimeoutException("rank " + rank + " could not reach the rendezvous store at " + where
+                + " within "
                 + timeoutNanos / 1_000_000_000.0 + " s (is rank 0 running, PANAMAX_MASTER_ADDR/PORT right?): "
                 + (last == null ? "timed out" : last.getMessage()));
     }
@@ -136,11 +140,14 @@ public final class StoreClient implements AutoCloseable {
         try {
             return c.run();
         } catch (SocketTimeoutException e) {
-            throw new CollectiveTimeoutException("rendezvous store at " + where + ": '" + what + "' timed out (a rank did not join?)");
+            throw new CollectiveTimeoutException("rendezvous store at " + where + ": '" + what
+                    + "' timed out (a rank did not join?)");
         } catch (EOFException e) {
-            throw new CollectiveException("rendezvous store at " + where + " closed the connection during '" + what + "' (rank 0 gone?)", e);
+            throw new CollectiveException("rendezvous store at " + where + " closed the connection during '" + what
+                    + "' (rank 0 gone?)", e);
         } catch (IOException e) {
-            throw new CollectiveException("rendezvous store at " + where + ": '" + what + "' failed: " + e.getMessage(), e);
+            throw new CollectiveException("rendezvous store at " + where + ": '" + what + "' failed: " + e.getMessage(),
+                    e);
         }
     }
 

@@ -63,10 +63,12 @@ public final class StoreServer implements AutoCloseable {
             socket.setReuseAddress(true);
             socket.bind(new InetSocketAddress(address, port), 128);
         } catch (IOException | IllegalArgumentException e) {
-            throw new CollectiveException("rank 0 cannot listen on " + address + ":" + port + " for the rendezvous store: " + e.getMessage(), e);
+            throw new CollectiveException("rank 0 cannot listen on " + address + ":" + port
+                    + " for the rendezvous store: " + e.getMessage(), e);
         }
         if (socket.getInetAddress().isAnyLocalAddress()) {
-            log.log(System.Logger.Level.WARNING, "the rendezvous store listens on every interface (master address " + address
+            log.log(System.Logger.Level.WARNING,
+                    "the rendezvous store listens on every interface (master address " + address
                     + "); set PANAMAX_MASTER_ADDR to the address of one interface to restrict it");
         }
         acceptor = Thread.ofPlatform().daemon().name("panamax-store").start(this::acceptLoop);
@@ -107,7 +109,8 @@ public final class StoreServer implements AutoCloseable {
                 auth.accept(in, out, MutualAuth.STORE_CONTEXT, rank -> rank >= 0);
             } catch (IOException e) {
                 if (!closed) {
-                    log.log(System.Logger.Level.WARNING, "rendezvous store: rejected a connection from " + remote + ": " + MutualAuth.reason(e));
+                    log.log(System.Logger.Level.WARNING,
+                            "rendezvous store: rejected a connection from " + remote + ": " + MutualAuth.reason(e));
                 }
                 return;
             }

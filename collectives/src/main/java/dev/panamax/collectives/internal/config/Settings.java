@@ -18,7 +18,8 @@ public final class Settings {
 
     /** One knob. {@code property} or {@code env} may be null where the knob has only the other. */
     public record Knob(String env, String property, String defaultValue, String doc, List<String> aliases) {
-        /** The property when set, else the environment variable (then its aliases); null when none is set. Untrimmed. */
+        /** The property when set, else the environment variable (then its aliases); null when none is set. Untrimmed.
+         * */
         public String raw() {
             String v = property == null ? null : System.getProperty(property);
             if (v != null && !v.isBlank()) {
@@ -149,7 +150,8 @@ public final class Settings {
             }
             String prop = k.property() == null ? "" : "`" + k.property() + "`";
             String def = k.defaultValue() == null ? "required" : k.defaultValue();
-            b.append("| ").append(env).append(" | ").append(prop).append(" | ").append(def).append(" | ").append(k.doc())
+            b.append("| ").append(env).append(" | ").append(prop).append(" | ").append(def).append(" | ")
+                    .append(k.doc())
                     .append(" |\n");
         }
         return b.toString();
@@ -161,7 +163,8 @@ public final class Settings {
         return k;
     }
 
-    /** A launch variable: the property is the lower-case dotted name ({@code panamax.rank}); aliases are read after it. */
+    /** A launch variable: the property is the lower-case dotted name ({@code panamax.rank}); aliases are read after it.
+     * */
     private static Knob launch(String env, String defaultValue, String doc, String... aliases) {
         String property = env.toLowerCase(Locale.ROOT).replace('_', '.');
         Knob k = new Knob(env, property, defaultValue, doc, Arrays.asList(aliases));

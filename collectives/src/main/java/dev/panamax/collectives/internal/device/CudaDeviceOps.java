@@ -18,7 +18,8 @@ import java.util.concurrent.TimeUnit;
  * {@link #await} polls the stream ({@code cuStreamQuery}) so that the wait has a timeout.
  */
 final class CudaDeviceOps implements DeviceOps<DeviceMemory> {
-    /** The element-wise GPU kernels: {@code inout = op(inout, in)} ({@code AVG} as {@code SUM}) and {@code inout /= divisor}. */
+    /** The element-wise GPU kernels: {@code inout = op(inout, in)} ({@code AVG} as {@code SUM}) and {@code inout /=
+     * divisor}. */
     interface Kernels extends AutoCloseable {
         void reduce(ReduceOp op, DataType type, DeviceMemory inout, DeviceMemory in, long count, CudaStream stream);
 
@@ -91,7 +92,8 @@ final class CudaDeviceOps implements DeviceOps<DeviceMemory> {
     }
 
     @Override
-    public void reduce(ReduceOp op, DataType type, DeviceMemory inout, long inoutOffset, DeviceMemory in, long inOffset, long count) {
+    public void reduce(ReduceOp op, DataType type, DeviceMemory inout, long inoutOffset, DeviceMemory in, long inOffset,
+            long count) {
         long bytes = count * type.byteSize();
         kernels.reduce(op, type, inout.slice(inoutOffset, bytes), in.slice(inOffset, bytes), count, stream);
     }

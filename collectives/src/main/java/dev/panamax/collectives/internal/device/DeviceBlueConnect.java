@@ -92,7 +92,8 @@ public final class DeviceBlueConnect<B> implements AutoCloseable {
         CudaDeviceOps ops = null;
         try {
             ops = new CudaDeviceOps(context, kernels);
-            return build(host, topology, backends, includeUnitLevels, ops, kernels, (group, level, backend) -> switch (backend) {
+            return build(host, topology, backends, includeUnitLevels, ops, kernels, (group, level, backend) ->
+                    switch (backend) {
                 case NCCL -> NcclBackend.create(group, context);
                 case STAGES -> StagesBackend.cuda(group, context, kernels, false);
             });
@@ -106,7 +107,8 @@ public final class DeviceBlueConnect<B> implements AutoCloseable {
     }
 
     /** BlueConnect with own stages on every level over host-memory "devices" of in-JVM ranks (tests). */
-    static DeviceBlueConnect<MemorySegment> hostMemory(Communicator host, Topology topology, EmulatedDeviceOps.Fabric fabric,
+    static DeviceBlueConnect<MemorySegment> hostMemory(Communicator host, Topology topology,
+            EmulatedDeviceOps.Fabric fabric,
                                                        boolean includeUnitLevels) {
         EmulatedDeviceOps ops = new EmulatedDeviceOps(fabric, host.rank());
         try {
@@ -124,7 +126,8 @@ public final class DeviceBlueConnect<B> implements AutoCloseable {
      * collective), then splits {@code host} into the groups of each level and makes their engines.
      * On failure closes what it made; {@code ops} and {@code kernels} stay the caller's then.
      */
-    static <B> DeviceBlueConnect<B> build(Communicator host, Topology topology, List<GpuBackend> backends, boolean includeUnitLevels,
+    static <B> DeviceBlueConnect<B> build(Communicator host, Topology topology, List<GpuBackend> backends,
+            boolean includeUnitLevels,
                                           DeviceOps<B> ops, AutoCloseable kernels, EngineFactory<B> factory) {
         check(host, topology, backends);
         List<Level<B>> levels = new ArrayList<>();
@@ -141,12 +144,14 @@ public final class DeviceBlueConnect<B> implements AutoCloseable {
                 Communicator g = host.split(group[0], coordinate);
                 groups.add(g);
                 if (g.rank() != coordinate || g.size() != fanout) {
-                    throw new IllegalStateException("rank " + r + ": the level " + i + " group " + Arrays.toString(group)
+                    throw new IllegalStateException("rank " + r + ": the level " + i + " group "
+                            + Arrays.toString(group)
                             + " split as rank " + g.rank() + " of " + g.size());
                 }
                 GpuBackend backend = backends.get(i);
                 // as the host BlueConnect: halving/doubling for a power of two, else the ring
-                String algorithm = backend == GpuBackend.NCCL ? "nccl" : Costs.isPowerOfTwo(fanout) ? Algorithms.HALVING_DOUBLING : Algorithms.RING;
+                String algorithm = backend == GpuBackend.NCCL ? "nccl" : Costs.isPowerOfTwo(fanout)
+                        ? Algorithms.HALVING_DOUBLING : Algorithms.RING;
                 levels.add(new Level<>(i, group, coordinate, backend, algorithm, factory.create(g, i, backend)));
             }
         } catch (RuntimeException | Error e) {
@@ -158,11 +163,13 @@ public final class DeviceBlueConnect<B> implements AutoCloseable {
 
     static void check(Communicator host, Topology topology, List<GpuBackend> backends) {
         if (topology.size() != host.size()) {
-            throw new IllegalArgumentException("topology " + topology + " has " + topology.size() + " ranks, the communicator "
+            throw new IllegalArgumentException("topology " + topology + " has " + topology.size()
+                    + " ranks, the communicator "
                     + host.size());
         }
         if (backends.size() != topology.levels()) {
-            throw new IllegalArgumentException(backends.size() + " level backends " + backends + " for the " + topology.levels()
+            throw new IllegalArgumentException(backends.size() + " level backends " + backends + " for the "
+                    + topology.levels()
                     + " levels of " + topology);
         }
         for (GpuBackend b : backends) {
@@ -204,7 +211,8 @@ public final class DeviceBlueConnect<B> implements AutoCloseable {
             throw new IllegalStateException("BlueConnect of rank " + rank + " is closed");
         }
         if (failure != null) {
-            throw new IllegalStateException("rank " + rank + ": an earlier BlueConnect all-reduce failed (" + failure + "); unusable");
+            throw new IllegalStateException("rank " + rank + ": an earlier BlueConnect all-reduce failed (" + failure
+                    + "); unusable");
         }
         if (count < 0) {
             throw new IllegalArgumentException("count " + count + " < 0");
@@ -283,12 +291,14 @@ public final class DeviceBlueConnect<B> implements AutoCloseable {
         return ops.allocationOf(a) == ops.allocationOf(b) && ops.offsetInAllocation(a) == ops.offsetInAllocation(b);
     }
 
-    /** Runs one level's collective; its errors name this rank, the level and (for a failed peer) the peer's rank here. */
+    /** Runs one level's collective; its errors name this rank, the level and (for a failed peer) the peer's rank here.
+     * */
     private void level(Level<B> l, Collective c, B send, B recv, long count, DataType type, ReduceOp op) {
         try {
             l.engine().run(c, l.algorithm(), send, recv, count, type, op, 0);
         } catch (RuntimeException x) {
-            String m = "rank " + rank + ": level " + l.level() + " " + c.label() + " (" + (l.backend() == GpuBackend.NCCL ? "nccl" : "stages "
+            String m = "rank " + rank + ": level " + l.level() + " " + c.label() + " ("
+                    + (l.backend() == GpuBackend.NCCL ? "nccl" : "stages "
                     + l.algorithm()) + " over ranks " + Arrays.toString(l.group()) + "): " + x.getMessage();
             throw switch (x) {
                 case PeerFailedException p when p.peer() >= 0 && p.peer() < l.group().length ->
@@ -374,7 +384,8 @@ public final class DeviceBlueConnect<B> implements AutoCloseable {
         }
     }
 
-    /** Closes the engines (innermost first) and then the groups; the first failure is returned (or added to {@code primary}). */
+    /** Closes the engines (innermost first) and then the groups; the first failure is returned (or added to {@code
+     * primary}). */
     private static <B> Throwable closeAll(List<Level<B>> levels, List<Communicator> groups, Throwable primary) {
         Throwable first = null;
         for (Level<B> l : levels) {

@@ -33,7 +33,8 @@ interface DeviceOps<B> extends AutoCloseable {
     /** {@code buffer}'s offset in bytes within {@link #allocationOf}. */
     long offsetInAllocation(B buffer);
 
-    /** The handle of an allocation made by this rank, {@link #HANDLE_BYTES} bytes, that a peer passes to {@link #open}. */
+    /** The handle of an allocation made by this rank, {@link #HANDLE_BYTES} bytes, that a peer passes to {@link #open}.
+     * */
     byte[] export(B allocation);
 
     /** Maps a peer's exported allocation into this rank; unmapped by {@link #close(Object)}. */

@@ -88,10 +88,12 @@ final class DeviceScheduleExecutor<B> implements AutoCloseable {
      */
     void run(Schedule schedule, B send, B recv, DataType type, ReduceOp op) {
         if (failed) {
-            throw new IllegalStateException("rank " + rank + ": an earlier collective failed; the GPU communicator is unusable");
+            throw new IllegalStateException("rank " + rank
+                    + ": an earlier collective failed; the GPU communicator is unusable");
         }
         if (schedule.problem().rank() != rank || schedule.problem().size() != size) {
-            throw new IllegalArgumentException("schedule of rank " + schedule.problem().rank() + " of " + schedule.problem().size()
+            throw new IllegalArgumentException("schedule of rank " + schedule.problem().rank() + " of "
+                    + schedule.problem().size()
                     + " run by rank " + rank + " of " + size);
         }
         try {
@@ -126,7 +128,8 @@ final class DeviceScheduleExecutor<B> implements AutoCloseable {
                     case Step.Reduce r -> reduce(buffers, r.dst(), r.a(), r.b(), type, op, e);
                     case Step.Finish f -> {
                         if (op == ReduceOp.AVG && f.slice().count() > 0) {
-                            ops.divide(type, buffers.get(f.slice().buffer()), f.slice().offset() * e, f.slice().count(), f.contributions());
+                            ops.divide(type, buffers.get(f.slice().buffer()), f.slice().offset() * e, f.slice().count(),
+                                    f.contributions());
                         }
                     }
                     case Step.Send snd -> sends.add(snd);
@@ -165,11 +168,13 @@ final class DeviceScheduleExecutor<B> implements AutoCloseable {
                             "say where to write for " + where);
                     long bytes = s.src().count() * e;
                     if (ready.byteSize() != bytes) {
-                        throw new IllegalStateException("rank " + rank + ": rank " + peer + " expects " + ready.byteSize()
+                        throw new IllegalStateException("rank " + rank + ": rank " + peer + " expects "
+                                + ready.byteSize()
                                 + " bytes where this rank sends " + bytes + " in " + where + " (mismatched calls?)");
                     }
                     if (bytes > 0) {
-                        ops.copy(buffers.get(s.src().buffer()), s.src().offset() * e, peerAllocation(ready.handle()), ready.offset(), bytes);
+                        ops.copy(buffers.get(s.src().buffer()), s.src().offset() * e, peerAllocation(ready.handle()),
+                                ready.offset(), bytes);
                     }
                 }
                 ops.await(remaining(deadline, where));
@@ -218,13 +223,15 @@ final class DeviceScheduleExecutor<B> implements AutoCloseable {
         BitSet r = new BitSet();
         for (Step.Send x : sends) {
             if (s.get(x.peer())) {
-                throw new UnsupportedOperationException("device stages take one send per peer per stage; " + where + " has more to rank " + x.peer());
+                throw new UnsupportedOperationException("device stages take one send per peer per stage; " + where
+                        + " has more to rank " + x.peer());
             }
             s.set(x.peer());
         }
         for (Step.Recv x : recvs) {
             if (r.get(x.peer())) {
-                throw new UnsupportedOperationException("device stages take one receive per peer per stage; " + where + " has more from rank " + x.peer());
+                throw new UnsupportedOperationException("device stages take one receive per peer per stage; " + where
+                        + " has more from rank " + x.peer());
             }
             r.set(x.peer());
         }
@@ -251,7 +258,8 @@ final class DeviceScheduleExecutor<B> implements AutoCloseable {
         B d = buffers.get(dst.buffer());
         if (!sameMemory(d, dst, buffers.get(a.buffer()), a, e)) {
             if (overlaps(d, dst, buffers.get(b.buffer()), b, e)) {
-                throw new UnsupportedOperationException("reduce " + dst + " = " + a + " op " + b + ": destination overlaps the second operand");
+                throw new UnsupportedOperationException("reduce " + dst + " = " + a + " op " + b
+                        + ": destination overlaps the second operand");
             }
             copy(buffers, a, dst, e);
         }

@@ -65,7 +65,8 @@ final class DeviceSignals implements AutoCloseable {
      */
     DeviceSignals(MemorySegment block, Arena arena, int rank, int size) {
         if (block.byteSize() < byteSize(size)) {
-            throw new IllegalArgumentException("control block of " + block.byteSize() + " bytes, " + size + " ranks need " + byteSize(size));
+            throw new IllegalArgumentException("control block of " + block.byteSize() + " bytes, " + size
+                    + " ranks need " + byteSize(size));
         }
         this.block = block;
         this.arena = arena;
@@ -142,7 +143,8 @@ final class DeviceSignals implements AutoCloseable {
         return size;
     }
 
-    /** Tells {@code sender} it may write {@code byteSize} bytes at {@code offset} of the allocation {@code handle}; its {@code seq}-th such notice. */
+    /** Tells {@code sender} it may write {@code byteSize} bytes at {@code offset} of the allocation {@code handle}; its
+     * {@code seq}-th such notice. */
     void publishReady(int sender, long seq, byte[] handle, long offset, long byteSize) {
         long line = readyLine(rank, sender);
         block.asSlice(line + READY_HANDLE, DeviceOps.HANDLE_BYTES).copyFrom(MemorySegment.ofArray(handle));
@@ -156,7 +158,8 @@ final class DeviceSignals implements AutoCloseable {
         long line = readyLine(receiver, rank);
         await(receiver, line, seq, deadline, what);
         byte[] h = block.asSlice(line + READY_HANDLE, DeviceOps.HANDLE_BYTES).toArray(ValueLayout.JAVA_BYTE);
-        return new Ready(h, block.get(ValueLayout.JAVA_LONG, line + READY_OFFSET), block.get(ValueLayout.JAVA_LONG, line + READY_BYTES));
+        return new Ready(h, block.get(ValueLayout.JAVA_LONG, line + READY_OFFSET),
+                block.get(ValueLayout.JAVA_LONG, line + READY_BYTES));
     }
 
     /** Tells {@code receiver} that this rank's {@code seq}-th write into it is complete. */
@@ -180,7 +183,8 @@ final class DeviceSignals implements AutoCloseable {
         while ((long) LONG.getAcquire(block, line) < seq) {
             long state = (long) LONG.getAcquire(block, stateLine(peer));
             if (state == CLOSED || state == FAILED) {
-                throw new PeerFailedException(peer, "rank " + rank + ": rank " + peer + (state == CLOSED ? " closed" : " failed")
+                throw new PeerFailedException(peer,
+                        "rank " + rank + ": rank " + peer + (state == CLOSED ? " closed" : " failed")
                         + " while this rank waited for it to " + what, null);
             }
             long now = System.nanoTime();
@@ -188,7 +192,8 @@ final class DeviceSignals implements AutoCloseable {
                 nextLiveness = now + LIVENESS_NANOS;
                 long pid = block.get(ValueLayout.JAVA_LONG, pidOffset(peer));
                 if (pid != 0 && pid != myPid && !ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
-                    throw new PeerFailedException(peer, "rank " + rank + ": the process of rank " + peer + " (pid " + pid
+                    throw new PeerFailedException(peer,
+                            "rank " + rank + ": the process of rank " + peer + " (pid " + pid
                             + ") is gone while this rank waited for it to " + what, null);
                 }
             }
@@ -214,7 +219,8 @@ final class DeviceSignals implements AutoCloseable {
     }
 
     private long doneLine(int sender, int receiver) {
-        return HEADER + (long) size * STATE_LINE + (long) size * size * READY_LINE + ((long) sender * size + receiver) * DONE_LINE;
+        return HEADER + (long) size * STATE_LINE + (long) size * size * READY_LINE + ((long) sender * size + receiver)
+                * DONE_LINE;
     }
 
     /** Marks this rank closed (unless it failed) and unmaps the block. Idempotent. */

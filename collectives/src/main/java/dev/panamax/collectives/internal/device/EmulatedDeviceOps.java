@@ -43,7 +43,8 @@ final class EmulatedDeviceOps implements DeviceOps<MemorySegment> {
     EmulatedDeviceOps(Fabric fabric, int rank) {
         this.fabric = fabric;
         this.name = "host device of rank " + rank;
-        this.queue = Executors.newSingleThreadExecutor(r -> Thread.ofPlatform().daemon().name("panamax-hostdev-" + rank).unstarted(r));
+        this.queue = Executors.newSingleThreadExecutor(r ->
+                Thread.ofPlatform().daemon().name("panamax-hostdev-" + rank).unstarted(r));
     }
 
     @Override
@@ -121,7 +122,8 @@ final class EmulatedDeviceOps implements DeviceOps<MemorySegment> {
     }
 
     @Override
-    public void reduce(ReduceOp op, DataType type, MemorySegment inout, long inoutOffset, MemorySegment in, long inOffset, long count) {
+    public void reduce(ReduceOp op, DataType type, MemorySegment inout, long inoutOffset, MemorySegment in,
+            long inOffset, long count) {
         ReduceOp o = op == ReduceOp.AVG ? ReduceOp.SUM : op;
         submit(() -> Reductions.accumulate(type, o, inout, inoutOffset, in, inOffset, count));
     }
@@ -149,7 +151,8 @@ final class EmulatedDeviceOps implements DeviceOps<MemorySegment> {
         try {
             marker.get(timeoutNanos, TimeUnit.NANOSECONDS);
         } catch (TimeoutException e) {
-            throw new CollectiveTimeoutException(name + ": queued work did not finish in " + timeoutNanos / 1_000_000 + " ms");
+            throw new CollectiveTimeoutException(name + ": queued work did not finish in " + timeoutNanos / 1_000_000
+                    + " ms");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new CollectiveException(name + ": interrupted while waiting for queued work", e);

@@ -51,7 +51,8 @@ public final class NcclBackend implements DeviceBackend<DeviceMemory> {
         this.comm = comm;
     }
 
-    /** The NCCL communicator of {@code host}'s ranks, each on {@code context}'s device (collective over {@code host}). */
+    /** The NCCL communicator of {@code host}'s ranks, each on {@code context}'s device (collective over {@code host}).
+     * */
     public static NcclBackend create(Communicator host, CudaContext context) {
         requireOnEveryRank(host, Nccl.isAvailable(), Nccl.unavailabilityCause());
         NcclUniqueId id = shareId(host, Nccl::newUniqueId);
@@ -89,7 +90,8 @@ public final class NcclBackend implements DeviceBackend<DeviceMemory> {
         }
         if (!missing.isEmpty()) {
             String why = available ? "" : ": " + (cause == null ? "unknown cause" : cause.getMessage());
-            throw new IllegalStateException("rank " + host.rank() + ": the NCCL backend needs libnccl.so.2 on every rank; rank(s) "
+            throw new IllegalStateException("rank " + host.rank()
+                    + ": the NCCL backend needs libnccl.so.2 on every rank; rank(s) "
                     + missing + " cannot load it" + why, available ? null : cause);
         }
     }
@@ -132,13 +134,15 @@ public final class NcclBackend implements DeviceBackend<DeviceMemory> {
     }
 
     @Override
-    public void run(Collective collective, String algorithm, DeviceMemory send, DeviceMemory recv, long count, DataType type,
+    public void run(Collective collective, String algorithm, DeviceMemory send, DeviceMemory recv, long count,
+            DataType type,
                     ReduceOp op, int root) {
         if (closed) {
             throw new IllegalStateException("NCCL collectives of rank " + rank + " are closed");
         }
         if (failure != null) {
-            throw new IllegalStateException("rank " + rank + ": an earlier NCCL collective failed (" + failure + "); unusable");
+            throw new IllegalStateException("rank " + rank + ": an earlier NCCL collective failed (" + failure
+                    + "); unusable");
         }
         if (count < 0) {
             throw new IllegalArgumentException("count " + count + " < 0");
@@ -152,7 +156,8 @@ public final class NcclBackend implements DeviceBackend<DeviceMemory> {
                 case REDUCE_SCATTER -> comm.reduceScatter(send, recv, count, type, op, stream);
                 case ALL_GATHER -> comm.allGather(send, recv, count, type, stream);
                 case BROADCAST -> comm.broadcast(send, recv, count, type, root, stream);
-                default -> throw new UnsupportedOperationException("the NCCL backend runs all-reduce, reduce-scatter, all-gather "
+                default -> throw new UnsupportedOperationException("the NCCL backend runs all-reduce, reduce-scatter, "
+                        + "all-gather "
                         + "and broadcast, not " + collective.label());
             }
             comm.await(stream, timeout);

@@ -32,7 +32,8 @@ public final class StagesBackend<B> implements DeviceBackend<B> {
         for (int p = 0; p < host.size(); p++) {
             String t = host.transportTo(p);
             if (!t.equals("self") && !t.equals("shm") && !t.equals("local")) {
-                throw new IllegalArgumentException("GPU stages need every rank on this host; rank " + p + " is reached by " + t);
+                throw new IllegalArgumentException("GPU stages need every rank on this host; rank " + p
+                        + " is reached by " + t);
             }
         }
         this.host = host;
@@ -54,8 +55,10 @@ public final class StagesBackend<B> implements DeviceBackend<B> {
         }
     }
 
-    /** As {@link #cuda(Communicator, CudaContext)} with kernels already loaded; closed with the stages when {@code ownsKernels}. */
-    static StagesBackend<DeviceMemory> cuda(Communicator host, CudaContext context, CudaDeviceOps.Kernels kernels, boolean ownsKernels) {
+    /** As {@link #cuda(Communicator, CudaContext)} with kernels already loaded; closed with the stages when {@code
+     * ownsKernels}. */
+    static StagesBackend<DeviceMemory> cuda(Communicator host, CudaContext context, CudaDeviceOps.Kernels kernels,
+            boolean ownsKernels) {
         CudaDeviceOps ops = new CudaDeviceOps(context, kernels);
         try {
             return new StagesBackend<>(host, ops, ownsKernels ? kernels : null);
@@ -91,7 +94,8 @@ public final class StagesBackend<B> implements DeviceBackend<B> {
      * it) on {@code send} and {@code recv}; {@code root} for broadcast only.
      */
     @Override
-    public void run(Collective collective, String algorithm, B send, B recv, long count, DataType type, ReduceOp op, int root) {
+    public void run(Collective collective, String algorithm, B send, B recv, long count, DataType type, ReduceOp op,
+            int root) {
         if (closed) {
             throw new IllegalStateException("GPU communicator of rank " + rank() + " is closed");
         }
@@ -116,7 +120,8 @@ public final class StagesBackend<B> implements DeviceBackend<B> {
 
     private void requireSize(B buffer, long bytes, String what) {
         if (ops.byteSize(buffer) < bytes) {
-            throw new IllegalArgumentException("the " + what + " buffer " + ops.describe(buffer) + " is smaller than the call's "
+            throw new IllegalArgumentException("the " + what + " buffer " + ops.describe(buffer)
+                    + " is smaller than the call's "
                     + bytes + " bytes");
         }
     }

@@ -43,11 +43,13 @@ public final class CommunicatorMBean implements DynamicMBean {
                     attribute("Rank", "int", "this rank in the communicator"),
                     attribute("Size", "int", "the number of ranks"),
                     attribute("Id", "long", "the id in the object name, unique in this JVM"),
-                    attribute("Transports", "java.lang.String", "the transports to the peers (self, local, shm, tcp, ...), comma-separated"),
+                    attribute("Transports", "java.lang.String",
+                            "the transports to the peers (self, local, shm, tcp, ...), comma-separated"),
                     attribute("TimeoutSeconds", "double", "the timeout of every wait inside a collective"),
                     attribute("Closed", "boolean", "whether the communicator has been closed"),
                     attribute("InFlight", "java.lang.String",
-                            "the collective in progress with its algorithm and stage, and the requests waited on and for how long; empty when idle"),
+                            "the collective in progress with its algorithm and stage, and the requests waited on and "
+                                    + "for how long; empty when idle"),
             }, null, null, null);
 
     /** The next communicator id of this JVM. */
@@ -68,8 +70,10 @@ public final class CommunicatorMBean implements DynamicMBean {
         this.closed = closed;
     }
 
-    /** Registers the bean of {@code comm} with the platform MBean server; null when turned off or when it fails (logged). */
-    public static CommunicatorMBean register(Communicator comm, Supplier<String> inFlight, long id, BooleanSupplier closed) {
+    /** Registers the bean of {@code comm} with the platform MBean server; null when turned off or when it fails
+     * (logged). */
+    public static CommunicatorMBean register(Communicator comm, Supplier<String> inFlight, long id,
+            BooleanSupplier closed) {
         if (!ENABLED) {
             return null;
         }
@@ -166,6 +170,7 @@ public final class CommunicatorMBean implements DynamicMBean {
     }
 
     private static MBeanAttributeInfo attribute(String name, String type, String description) {
-        return new MBeanAttributeInfo(name, type, description, true, false, type.equals("boolean") && name.startsWith("Is"));
+        return new MBeanAttributeInfo(name, type, description, true, false,
+                type.equals("boolean") && name.startsWith("Is"));
     }
 }

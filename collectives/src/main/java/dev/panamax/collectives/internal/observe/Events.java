@@ -13,7 +13,8 @@ import java.util.TreeSet;
  * cost is one enabled check on a shared probe instance, and nothing is allocated.
  */
 public final class Events {
-    /** Never committed: asks whether a recording wants the event (the check reads JFR's static settings, so it is thread-safe). */
+    /** Never committed: asks whether a recording wants the event (the check reads JFR's static settings, so it is
+     * thread-safe). */
     private static final CollectiveEvent COLLECTIVE_PROBE = new CollectiveEvent();
     private static final StepEvent STEP_PROBE = new StepEvent();
 
@@ -45,7 +46,8 @@ public final class Events {
      * communicator {@code communicator}; {@code peer} is -1 for a collective; {@code failure} is
      * null when it succeeded.
      */
-    public static void commit(CollectiveEvent event, long communicator, int rank, int size, String collective, String algorithm,
+    public static void commit(CollectiveEvent event, long communicator, int rank, int size, String collective,
+            String algorithm,
                               long count, DataType type, int peer, Throwable failure) {
         if (event == null) {
             return;
@@ -73,7 +75,8 @@ public final class Events {
      * Ends and commits a finished stage's event (null: nothing; a failed stage has none: the
      * collective's event carries the failure).
      */
-    public static void commit(StepEvent event, long communicator, Schedule schedule, int index, Stage st, int elementBytes) {
+    public static void commit(StepEvent event, long communicator, Schedule schedule, int index, Stage st,
+            int elementBytes) {
         if (event == null) {
             return;
         }

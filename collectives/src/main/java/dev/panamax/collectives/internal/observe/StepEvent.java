@@ -48,7 +48,8 @@ public final class StepEvent extends Event {
     String label;
 
     @Label("Peers")
-    @Description("The communicator ranks this stage sends to and receives from, comma-separated; empty for a local stage")
+    @Description("The communicator ranks this stage sends to and receives from, comma-separated; empty for a local "
+            + "stage")
     String peers;
 
     @Label("Bytes Sent")

@@ -83,7 +83,8 @@ final class ArgumentChecks {
     /** {@code r} is a rank of this communicator; {@code what} names it in the error (root, peer). */
     void rankIndex(int r, String what) {
         if (r < 0 || r >= size) {
-            throw new IllegalArgumentException(what + " " + r + " is not a rank of this communicator (size " + size + ")");
+            throw new IllegalArgumentException(what + " " + r + " is not a rank of this communicator (size " + size
+                    + ")");
         }
     }
 
@@ -119,14 +120,17 @@ final class ArgumentChecks {
         try {
             bytes = Math.multiplyExact(count, (long) type.byteSize());
         } catch (ArithmeticException e) {
-            throw new IllegalArgumentException("count " + count + " of " + type.canonicalName() + " overflows a byte size");
+            throw new IllegalArgumentException("count " + count + " of " + type.canonicalName()
+                    + " overflows a byte size");
         }
         if (s.byteSize() < bytes) {
-            throw new IllegalArgumentException(name + " buffer holds " + s.byteSize() + " bytes, fewer than the " + bytes
+            throw new IllegalArgumentException(name + " buffer holds " + s.byteSize() + " bytes, fewer than the "
+                    + bytes
                     + " bytes of " + count + " " + type.canonicalName() + " elements");
         }
         if (bytes > 0 && s.maxByteAlignment() < type.byteSize()) {
-            throw new IllegalArgumentException(name + " buffer at 0x" + Long.toHexString(s.address()) + " is misaligned for "
+            throw new IllegalArgumentException(name + " buffer at 0x" + Long.toHexString(s.address())
+                    + " is misaligned for "
                     + type.canonicalName() + " (needs " + type.byteSize() + "-byte alignment)");
         }
         if (writable && s.isReadOnly() && bytes > 0) {
@@ -140,7 +144,8 @@ final class ArgumentChecks {
             return;
         }
         if (overlaps(a, b)) {
-            throw new IllegalArgumentException(collective + ": send and recv buffers overlap without being the same buffer (in place)");
+            throw new IllegalArgumentException(collective
+                    + ": send and recv buffers overlap without being the same buffer (in place)");
         }
     }
 
@@ -158,7 +163,8 @@ final class ArgumentChecks {
             return;
         }
         throw new IllegalArgumentException(collective + ": " + smallName + " overlaps " + bigName
-                + " but is not block " + rank + " of it (in place means " + smallName + " = " + bigName + " block rank)");
+                + " but is not block " + rank + " of it (in place means " + smallName + " = " + bigName
+                + " block rank)");
     }
 
     private static boolean isSameStart(MemorySegment a, MemorySegment b) {

@@ -41,7 +41,8 @@ final class CallValidator {
         this.size = size;
         this.executor = executor;
         this.allocator = allocator;
-        this.exchange = Algorithms.get(Algorithms.RING).build(new Problem(Collective.ALL_GATHER, rank, size, RECORD_BYTES, 1, 0, Topology.flat(size)));
+        this.exchange = Algorithms.get(Algorithms.RING).build(new Problem(Collective.ALL_GATHER, rank, size,
+                RECORD_BYTES, 1, 0, Topology.flat(size)));
     }
 
     /** Exchanges this call's descriptor; throws on every rank when the calls differ. */

@@ -56,7 +56,8 @@ final class CommunicatorFamily {
         return true;
     }
 
-    /** Leaves the release of the family to {@link #releaseIfPending}, once the abort has woken the waits and closed the links. */
+    /** Leaves the release of the family to {@link #releaseIfPending}, once the abort has woken the waits and closed the
+     * links. */
     void scheduleRelease() {
         releasePending = true;
     }

@@ -65,9 +65,11 @@ public final class CommunicatorImpl implements Communicator {
      * @param registrar  the transports' hook on each call's buffers, or null
      * @param onClose    releases what the links share, after they are closed
      */
-    public CommunicatorImpl(int rank, int size, Link[] links, long timeoutNanos, BufferAllocator allocator, int localRanks,
+    public CommunicatorImpl(int rank, int size, Link[] links, long timeoutNanos, BufferAllocator allocator,
+            int localRanks,
                             Topology topology, BufferRegistrar registrar, Runnable onClose) {
-        this(null, new CommunicatorFamily(), rank, size, links, timeoutNanos, allocator, localRanks, topology, registrar, onClose);
+        this(null, new CommunicatorFamily(), rank, size, links, timeoutNanos, allocator, localRanks, topology,
+                registrar, onClose);
     }
 
     private CommunicatorImpl(CommunicatorImpl parent, CommunicatorFamily family, int rank, int size, Link[] links,
@@ -84,7 +86,8 @@ public final class CommunicatorImpl implements Communicator {
         this.onClose = onClose;
         this.checks = new ArgumentChecks(rank, size);
         this.plans = new PlanCache(rank, size, topology == null ? Topology.flat(size) : topology);
-        this.loop = new ProgressLoop(rank, timeoutNanos, localRanks > Runtime.getRuntime().availableProcessors(), links);
+        this.loop = new ProgressLoop(rank, timeoutNanos, localRanks > Runtime.getRuntime().availableProcessors(),
+                links);
         this.scratch = new ScratchBuffers(allocator);
         this.id = CommunicatorMBean.nextId();
         this.executor = new ScheduleExecutor(links, loop, scratch, id, registrar);
@@ -127,7 +130,8 @@ public final class CommunicatorImpl implements Communicator {
         Objects.requireNonNull(buffers, "buffers");
         Objects.requireNonNull(counts, "counts");
         if (buffers.size() != counts.length) {
-            throw new IllegalArgumentException("allReduceConcurrently: " + buffers.size() + " buffers but " + counts.length + " counts");
+            throw new IllegalArgumentException("allReduceConcurrently: " + buffers.size() + " buffers but "
+                    + counts.length + " counts");
         }
         int k = counts.length;
         MemorySegment[] data = new MemorySegment[k];
@@ -136,7 +140,8 @@ public final class CommunicatorImpl implements Communicator {
             data[j] = buffers.get(j).asSlice(0, counts[j] * type.byteSize());
             for (int i = 0; i < j; i++) {
                 if (ArgumentChecks.overlaps(data[i], data[j])) {
-                    throw new IllegalArgumentException("allReduceConcurrently: buffers " + i + " and " + j + " overlap");
+                    throw new IllegalArgumentException("allReduceConcurrently: buffers " + i + " and " + j
+                            + " overlap");
                 }
             }
         }
@@ -213,32 +218,37 @@ public final class CommunicatorImpl implements Communicator {
     // ---- asynchronous collectives: same checks, then the caller's buffers are handed to the worker
 
     @Override
-    public CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
+    public CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type,
+            ReduceOp op) {
         checks.allReduce(send, recv, count, type, op);
         return async(plans.plan(Collective.ALL_REDUCE, count, type, 0), send, recv, type, op);
     }
 
     @Override
-    public CompletableFuture<Void> reduceScatterAsync(MemorySegment send, MemorySegment recv, long recvCount, DataType type,
+    public CompletableFuture<Void> reduceScatterAsync(MemorySegment send, MemorySegment recv, long recvCount,
+            DataType type,
                                                       ReduceOp op) {
         checks.reduceScatter(send, recv, recvCount, type, op);
         return async(plans.plan(Collective.REDUCE_SCATTER, recvCount, type, 0), send, recv, type, op);
     }
 
     @Override
-    public CompletableFuture<Void> allGatherAsync(MemorySegment send, MemorySegment recv, long sendCount, DataType type) {
+    public CompletableFuture<Void> allGatherAsync(MemorySegment send, MemorySegment recv, long sendCount,
+            DataType type) {
         checks.allGather(send, recv, sendCount, type);
         return async(plans.plan(Collective.ALL_GATHER, sendCount, type, 0), send, recv, type, null);
     }
 
     @Override
-    public CompletableFuture<Void> broadcastAsync(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
+    public CompletableFuture<Void> broadcastAsync(MemorySegment send, MemorySegment recv, long count, DataType type,
+            int root) {
         checks.broadcast(send, recv, count, type, root);
         return async(plans.plan(Collective.BROADCAST, count, type, root), send, recv, type, null);
     }
 
     @Override
-    public CompletableFuture<Void> reduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op,
+    public CompletableFuture<Void> reduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type,
+            ReduceOp op,
                                                int root) {
         checks.reduce(send, recv, count, type, op, root);
         return async(plans.plan(Collective.REDUCE, count, type, root), send, recv, type, op);
@@ -256,7 +266,8 @@ public final class CommunicatorImpl implements Communicator {
                 DataType.UINT8, null);
     }
 
-    private CompletableFuture<Void> async(Schedule s, MemorySegment send, MemorySegment recv, DataType type, ReduceOp op) {
+    private CompletableFuture<Void> async(Schedule s, MemorySegment send, MemorySegment recv, DataType type,
+            ReduceOp op) {
         MemorySegment sd = send == null ? null : Segments.unscoped(send);
         MemorySegment rv = recv == null ? null : Segments.unscoped(recv);
         return runOnWorker(() -> runSchedule(s, sd, rv, type, op));

@@ -67,7 +67,8 @@ final class PlanCache {
 
     private Topology checked(Topology t) {
         if (t.size() != size) {
-            throw new IllegalArgumentException("topology " + t + " has " + t.size() + " ranks, this communicator " + size);
+            throw new IllegalArgumentException("topology " + t + " has " + t.size() + " ranks, this communicator "
+                    + size);
         }
         return t;
     }
@@ -85,14 +86,16 @@ final class PlanCache {
         return algorithms.get(collective);
     }
 
-    /** Selects {@code algorithm} (a registered name, or auto) for {@code collective}; refuses one that has no such collective. */
+    /** Selects {@code algorithm} (a registered name, or auto) for {@code collective}; refuses one that has no such
+     * collective. */
     void setAlgorithm(Collective collective, String algorithm) {
         Objects.requireNonNull(collective, "collective");
         Objects.requireNonNull(algorithm, "algorithm");
         if (!algorithm.equals(Algorithms.AUTO)) {
             Algorithm a = Algorithms.get(algorithm);
             if (!Algorithms.namesFor(collective).contains(a.name())) {
-                throw new IllegalArgumentException("algorithm '" + algorithm + "' has no " + collective.label() + "; for "
+                throw new IllegalArgumentException("algorithm '" + algorithm + "' has no " + collective.label()
+                        + "; for "
                         + collective.label() + ": " + String.join(", ", Algorithms.namesFor(collective)) + ", auto");
             }
         }
@@ -102,7 +105,8 @@ final class PlanCache {
         }
     }
 
-    /** The schedule for a call, from the cache or built now (before any message moves, so a bad choice fails cleanly). */
+    /** The schedule for a call, from the cache or built now (before any message moves, so a bad choice fails cleanly).
+     * */
     synchronized Schedule plan(Collective collective, long count, DataType type, int root) {
         Key key = new Key(collective, count, type.byteSize(), root);
         Schedule s = plans.get(key);

@@ -174,7 +174,8 @@ public final class ProgressLoop {
                 }
                 if (now - start > timeoutNanos) {
                     String message = "rank " + rank + ": " + name() + " step " + (step + 1) + "/" + steps
-                            + (stepLabel != null ? " (" + stepLabel + ")" : "") + " timed out after " + String.format("%.1f", timeoutNanos / 1e9) + " s waiting for: " + pending(rs, count);
+                            + (stepLabel != null ? " (" + stepLabel + ")" : "") + " timed out after "
+                            + String.format("%.1f", timeoutNanos / 1e9) + " s waiting for: " + pending(rs, count);
                     LOG.log(System.Logger.Level.WARNING, message);
                     throw new CollectiveTimeoutException(message);
                 }
@@ -207,7 +208,8 @@ public final class ProgressLoop {
             } catch (RuntimeException e) {
                 pending = "?"; // the requests changed under us
             }
-            b.append(String.format(Locale.ROOT, ", waiting %.1f s for: ", (System.nanoTime() - since) / 1e9)).append(pending);
+            b.append(String.format(Locale.ROOT, ", waiting %.1f s for: ", (System.nanoTime() - since) / 1e9))
+                    .append(pending);
         }
         return b.toString();
     }

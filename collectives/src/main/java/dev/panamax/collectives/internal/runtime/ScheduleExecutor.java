@@ -66,11 +66,13 @@ public final class ScheduleExecutor {
         } finally {
             loop.end();
             Problem p = schedule.problem();
-            Events.commit(event, id, p.rank(), p.size(), p.collective().label(), schedule.algorithm(), p.count(), type, -1, failure);
+            Events.commit(event, id, p.rank(), p.size(), p.collective().label(), schedule.algorithm(), p.count(), type,
+                    -1, failure);
         }
     }
 
-    /** A point-to-point send (or receive) of {@code data} ({@code count} elements of {@code type}) to (from) {@code peer}. */
+    /** A point-to-point send (or receive) of {@code data} ({@code count} elements of {@code type}) to (from) {@code
+     * peer}. */
     void pointToPoint(boolean isSend, int rank, int size, int peer, MemorySegment data, long count, DataType type) {
         CollectiveEvent event = Events.beginCollective();
         Throwable failure = null;
@@ -200,7 +202,8 @@ public final class ScheduleExecutor {
                 case Step.Reduce r -> reduce(r, buffers, type, op, e);
                 case Step.Finish f -> {
                     if (op == ReduceOp.AVG) {
-                        Reductions.divide(type, buffers[f.slice().buffer()], f.slice().offset() * e, f.slice().count(), f.contributions());
+                        Reductions.divide(type, buffers[f.slice().buffer()], f.slice().offset() * e, f.slice().count(),
+                                f.contributions());
                     }
                 }
                 case Step.Send snd -> {
@@ -211,7 +214,8 @@ public final class ScheduleExecutor {
                     ensureRequests(posted + 1);
                     requests[posted++] = rcv.with() == null
                             ? links[rcv.peer()].recv(view(buffers, rcv.dst(), e), null, type, null)
-                            : links[rcv.peer()].recv(view(buffers, rcv.dst(), e), view(buffers, rcv.with(), e), type, op);
+                            : links[rcv.peer()].recv(view(buffers, rcv.dst(), e), view(buffers, rcv.with(), e), type,
+                            op);
                 }
             }
         }
@@ -223,7 +227,8 @@ public final class ScheduleExecutor {
         Slice a = r.a();
         Slice b = r.b();
         if (d.equals(a)) {
-            Reductions.accumulate(type, op, buffers[d.buffer()], d.offset() * e, buffers[b.buffer()], b.offset() * e, d.count());
+            Reductions.accumulate(type, op, buffers[d.buffer()], d.offset() * e, buffers[b.buffer()], b.offset() * e,
+                    d.count());
         } else {
             Reductions.reduce(type, op, buffers[d.buffer()], d.offset() * e, buffers[a.buffer()], a.offset() * e,
                     buffers[b.buffer()], b.offset() * e, d.count());

@@ -76,7 +76,8 @@ public abstract class Link implements AutoCloseable {
         }
     }
 
-    /** Throws {@link dev.panamax.collectives.PeerFailedException} when the peer is known to be gone. Called while idle. */
+    /** Throws {@link dev.panamax.collectives.PeerFailedException} when the peer is known to be gone. Called while idle.
+     * */
     public final void checkPeer() {
         enter();
         try {
@@ -159,6 +160,7 @@ public abstract class Link implements AutoCloseable {
      */
     protected abstract void signalClose();
 
-    /** Frees the link's memory and handles. Called once, after {@link #signalClose()}, with no thread inside the link. */
+    /** Frees the link's memory and handles. Called once, after {@link #signalClose()}, with no thread inside the link.
+     * */
     protected abstract void release();
 }

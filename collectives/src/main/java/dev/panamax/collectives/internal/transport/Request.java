@@ -59,7 +59,8 @@ public abstract class Request {
 
         @Override
         public String describe() {
-            return "send of " + src.byteSize() + " bytes to rank " + link.peer() + " over " + link.kind() + " (" + offset + " sent)";
+            return "send of " + src.byteSize() + " bytes to rank " + link.peer() + " over " + link.kind() + " ("
+                    + offset + " sent)";
         }
     }
 
@@ -81,7 +82,8 @@ public abstract class Request {
 
         @Override
         public String describe() {
-            return "receive of " + dst.byteSize() + " bytes from rank " + link.peer() + " over " + link.kind() + " (" + offset + " received)";
+            return "receive of " + dst.byteSize() + " bytes from rank " + link.peer() + " over " + link.kind() + " ("
+                    + offset + " received)";
         }
     }
 }

@@ -64,7 +64,8 @@ public final class SocketMesh implements AutoCloseable {
         ServerSocketChannel l = ServerSocketChannel.open();
         try {
             l.bind(new InetSocketAddress(local, 0), rendezvous.size());
-            rendezvous.publish(name, local.getHostAddress() + ":" + ((InetSocketAddress) l.getLocalAddress()).getPort());
+            rendezvous.publish(name, local.getHostAddress() + ":" + ((InetSocketAddress) l.getLocalAddress())
+                    .getPort());
         } catch (IOException | RuntimeException e) {
             l.close();
             throw e;
@@ -77,7 +78,8 @@ public final class SocketMesh implements AutoCloseable {
      * puts each link {@code factory} makes into {@code links}; then stops listening. Closes what it
      * opened that is not a link when it fails.
      */
-    public void connect(Rendezvous rendezvous, String name, PeerInfo[] peers, Link[] links, LinkFactory factory) throws IOException {
+    public void connect(Rendezvous rendezvous, String name, PeerInfo[] peers, Link[] links,
+            LinkFactory factory) throws IOException {
         if (listener == null) {
             throw new IllegalStateException("connect before listen");
         }
@@ -106,7 +108,8 @@ public final class SocketMesh implements AutoCloseable {
     }
 
     /** Connects to every lower peer, proving who we are and checking that it is the peer. */
-    private void connectLower(Rendezvous rendezvous, String name, boolean[] isPeer, Link[] links, List<AutoCloseable> opened,
+    private void connectLower(Rendezvous rendezvous, String name, boolean[] isPeer, Link[] links,
+            List<AutoCloseable> opened,
                               long deadline, LinkFactory factory) throws IOException {
         int rank = rendezvous.rank();
         for (int p = 0; p < rank; p++) {
@@ -120,9 +123,11 @@ public final class SocketMesh implements AutoCloseable {
             tune(ch);
             ch.connect(new InetSocketAddress(hp[0], Integer.parseInt(hp[1])));
             // The peer answers once it is done connecting to the ranks below it: wait up to the deadline.
-            ch.socket().setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000)));
+            ch.socket().setSoTimeout((int) Math.max(1,
+                    Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000)));
             try {
-                auth.connect(new DataInputStream(ch.socket().getInputStream()), new DataOutputStream(ch.socket().getOutputStream()),
+                auth.connect(new DataInputStream(ch.socket().getInputStream()),
+                        new DataOutputStream(ch.socket().getOutputStream()),
                         PEER_CONTEXT + p, rank);
             } catch (MutualAuth.Rejected e) {
                 throw new CollectiveException("rank " + rank + ": rank " + p + " at " + endpoint
@@ -131,7 +136,8 @@ public final class SocketMesh implements AutoCloseable {
                 throw new CollectiveException("rank " + rank + ": the endpoint of rank " + p + " at " + endpoint
                         + " could not prove it holds the job's secret: " + e.getMessage(), e);
             } catch (SocketTimeoutException e) {
-                throw new CollectiveTimeoutException("rank " + rank + ": rank " + p + " at " + endpoint + " did not answer the TCP handshake");
+                throw new CollectiveTimeoutException("rank " + rank + ": rank " + p + " at " + endpoint
+                        + " did not answer the TCP handshake");
             }
             ch.socket().setSoTimeout(0);
             links[p] = factory.create(p, ch);
@@ -140,7 +146,8 @@ public final class SocketMesh implements AutoCloseable {
     }
 
     /** Accepts every higher peer; each handshake runs on its own thread under a read timeout. */
-    private void acceptHigher(int rank, boolean[] isPeer, ServerSocketChannel listener, Link[] links, List<AutoCloseable> opened,
+    private void acceptHigher(int rank, boolean[] isPeer, ServerSocketChannel listener, Link[] links,
+            List<AutoCloseable> opened,
                               long deadline, LinkFactory factory) throws IOException {
         int expected = 0;
         for (int p = rank + 1; p < isPeer.length; p++) {
@@ -154,7 +161,8 @@ public final class SocketMesh implements AutoCloseable {
             SocketChannel ch = listener.accept();
             if (ch != null) {
                 opened.add(ch);
-                Thread.ofPlatform().daemon().name("panamax-handshake-" + rank).start(() -> handshake(rank, isPeer, ch, proven));
+                Thread.ofPlatform().daemon().name("panamax-handshake-" + rank)
+                        .start(() -> handshake(rank, isPeer, ch, proven));
                 continue;
             }
             Accepted a;
@@ -166,7 +174,8 @@ public final class SocketMesh implements AutoCloseable {
             }
             if (a == null) {
                 if (System.nanoTime() - deadline > 0) {
-                    throw new CollectiveTimeoutException("rank " + rank + ": timed out waiting for TCP connections from higher ranks");
+                    throw new CollectiveTimeoutException("rank " + rank
+                            + ": timed out waiting for TCP connections from higher ranks");
                 }
                 continue;
             }
@@ -188,13 +197,15 @@ public final class SocketMesh implements AutoCloseable {
             ch.configureBlocking(true);
             tune(ch);
             ch.socket().setSoTimeout(MutualAuth.HANDSHAKE_TIMEOUT_MILLIS);
-            int p = auth.accept(new DataInputStream(ch.socket().getInputStream()), new DataOutputStream(ch.socket().getOutputStream()),
+            int p = auth.accept(new DataInputStream(ch.socket().getInputStream()),
+                    new DataOutputStream(ch.socket().getOutputStream()),
                     PEER_CONTEXT + rank, claim -> claim > rank && claim < isPeer.length && isPeer[claim]);
             ch.socket().setSoTimeout(0);
             proven.add(new Accepted(p, ch));
         } catch (IOException | RuntimeException e) {
             if (ch.isOpen()) {
-                MutualAuth.LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": rejected a TCP connection from " + remote + ": "
+                MutualAuth.LOG.log(System.Logger.Level.WARNING,
+                        "rank " + rank + ": rejected a TCP connection from " + remote + ": "
                         + (e instanceof IOException io ? MutualAuth.reason(io) : e.toString()));
             }
             try {

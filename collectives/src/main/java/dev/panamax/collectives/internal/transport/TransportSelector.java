@@ -90,7 +90,8 @@ public final class TransportSelector {
                 }
             }
             if (chosen[p.rank()] == null) {
-                throw new CollectiveException("rank " + self.rank() + ": no transport of " + names() + " can connect to rank "
+                throw new CollectiveException("rank " + self.rank() + ": no transport of " + names()
+                        + " can connect to rank "
                         + p.rank() + ", which runs on another host (" + p.host() + "; this rank: " + self.host() + ")");
             }
         }

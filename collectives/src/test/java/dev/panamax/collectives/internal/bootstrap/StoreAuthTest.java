@@ -97,12 +97,15 @@ class StoreAuthTest {
         try (StoreServer server = server(log, 2000)) {
             long start = System.nanoTime();
             CollectiveException e = assertThrows(CollectiveException.class,
-                    () -> StoreClient.connect("127.0.0.1", server.port(), TIMEOUT, 3, MutualAuth.of("another secret of the same length")));
+                    () -> StoreClient.connect("127.0.0.1", server.port(), TIMEOUT, 3,
+                            MutualAuth.of("another secret of the same length")));
             assertTrue((System.nanoTime() - start) / 1e9 < 5, "it should fail at once, not at the timeout");
-            assertTrue(e.getMessage().contains("rank 3: the store at 127.0.0.1:" + server.port() + " rejected this rank: wrong PANAMAX_SECRET?"),
+            assertTrue(e.getMessage().contains("rank 3: the store at 127.0.0.1:" + server.port()
+                    + " rejected this rank: wrong PANAMAX_SECRET?"),
                     e::getMessage);
             assertTrue(log.waitFor("wrong proof", 2000), log.lines::toString);
-            assertTrue(log.lines.get(0).startsWith("WARNING rendezvous store: rejected a connection from /127.0.0.1:"), log.lines::toString);
+            assertTrue(log.lines.get(0).startsWith("WARNING rendezvous store: rejected a connection from /127.0.0.1:"),
+                    log.lines::toString);
             // the server goes on serving ranks that hold the secret
             try (StoreClient ok = StoreClient.connect("127.0.0.1", server.port(), TIMEOUT, 0, MutualAuth.of(SECRET))) {
                 ok.set("a", "b");
@@ -207,7 +210,8 @@ class StoreAuthTest {
             assertEquals(-1, readOrEof(in), "then hangs up");
             String where = "/127.0.0.1:" + stranger.getLocalPort();
             assertTrue(log.waitFor(where, 5000), log.lines::toString);
-            assertTrue(log.lines.stream().anyMatch(l -> l.startsWith("WARNING") && l.contains(where) && l.contains("wrong proof")),
+            assertTrue(log.lines.stream().anyMatch(l -> l.startsWith("WARNING") && l.contains(where)
+                    && l.contains("wrong proof")),
                     log.lines::toString);
             // and a garbage store request without a handshake never reaches the data
             try (StoreClient ok = StoreClient.connect("127.0.0.1", server.port(), TIMEOUT, 0, MutualAuth.of(SECRET))) {
@@ -233,14 +237,16 @@ class StoreAuthTest {
             assumeTrue(canBind("127.0.0.2"), "127.0.0.2 is not a local address here");
             // Another local address does not reach it (a wildcard bind would accept this).
             try (Socket s = new Socket()) {
-                assertThrows(ConnectException.class, () -> s.connect(new InetSocketAddress("127.0.0.2", server.port()), 2000));
+                assertThrows(ConnectException.class, () ->
+                        s.connect(new InetSocketAddress("127.0.0.2", server.port()), 2000));
             }
         }
         assumeTrue(canBind("127.0.0.2"));
         try (StoreServer server = new StoreServer("127.0.0.2", 0, MutualAuth.of(SECRET), 2000, new Recorder())) {
             assertEquals(InetAddress.getByName("127.0.0.2"), server.address());
             try (Socket s = new Socket()) {
-                assertThrows(ConnectException.class, () -> s.connect(new InetSocketAddress("127.0.0.1", server.port()), 2000));
+                assertThrows(ConnectException.class, () ->
+                        s.connect(new InetSocketAddress("127.0.0.1", server.port()), 2000));
             }
             try (StoreClient c = StoreClient.connect("127.0.0.2", server.port(), TIMEOUT, 0, MutualAuth.of(SECRET))) {
                 c.set("a", "1");
@@ -281,11 +287,13 @@ class StoreAuthTest {
         return rank(r, n, port, secret, Duration.ofSeconds(20));
     }
 
-    private static CompletableFuture<Communicator> rank(int r, int n, int port, Supplier<String> secret, Duration timeout) {
+    private static CompletableFuture<Communicator> rank(int r, int n, int port, Supplier<String> secret,
+            Duration timeout) {
         CompletableFuture<Communicator> f = new CompletableFuture<>();
         Thread.ofPlatform().daemon().start(() -> {
             try {
-                f.complete(Panamax.builder().config(new LaunchConfig(r, n, r, "127.0.0.1", port)).transport(TransportKind.TCP)
+                f.complete(Panamax.builder().config(new LaunchConfig(r, n, r, "127.0.0.1", port))
+                        .transport(TransportKind.TCP)
                         .timeout(timeout).secret(secret.get()).connect());
             } catch (Throwable t) {
                 f.completeExceptionally(t);
@@ -297,7 +305,8 @@ class StoreAuthTest {
     @Test
     void ranksWithTheSecretConnectOverTcp() throws Exception {
         int port = freePort();
-        List<CompletableFuture<Communicator>> ranks = List.of(rank(0, 3, port, () -> SECRET), rank(1, 3, port, () -> SECRET),
+        List<CompletableFuture<Communicator>> ranks =
+                List.of(rank(0, 3, port, () -> SECRET), rank(1, 3, port, () -> SECRET),
                 rank(2, 3, port, () -> SECRET));
         for (CompletableFuture<Communicator> f : ranks) {
             f.get(60, TimeUnit.SECONDS);
@@ -316,7 +325,8 @@ class StoreAuthTest {
         CompletableFuture<Communicator> one = rank(1, 2, port, () -> "not the job's secret at all");
         Throwable e = assertThrows(Exception.class, () -> one.get(30, TimeUnit.SECONDS)).getCause();
         assertTrue(e instanceof CollectiveException, () -> "got " + e);
-        assertTrue(e.getMessage().contains("rank 1: the store at 127.0.0.1:" + port + " rejected this rank: wrong PANAMAX_SECRET?"),
+        assertTrue(e.getMessage().contains("rank 1: the store at 127.0.0.1:" + port
+                + " rejected this rank: wrong PANAMAX_SECRET?"),
                 e::getMessage);
         // rank 0 never sees rank 1 and gives up at its timeout
         assertThrows(Exception.class, () -> zero.get(30, TimeUnit.SECONDS));
@@ -335,7 +345,8 @@ class StoreAuthTest {
         try (Socket silent = new Socket(hp[0], Integer.parseInt(hp[1]));
              Socket stranger = new Socket(hp[0], Integer.parseInt(hp[1]))) {
             stranger.setSoTimeout(30_000);
-            // Both wait in rank 0's accept queue ahead of the real rank 1, which rank 0 accepts only after the rendezvous.
+            // Both wait in rank 0's accept queue ahead of the real rank 1, which rank 0 accepts only after the
+            // rendezvous.
             CompletableFuture<Communicator> realOne = rank(1, 2, port, () -> SECRET);
             DataOutputStream out = new DataOutputStream(stranger.getOutputStream());
             DataInputStream in = new DataInputStream(stranger.getInputStream());

@@ -20,13 +20,18 @@ class TopologyDetectionTest {
 
     @Test
     void oneHostOrAsymmetricHostsAreFlat() {
-        assertArrayEquals(new int[] {3}, HostIdentity.detectTopology(new String[] {"a", "a", "a"}, TransportKind.AUTO).fanouts());
-        assertArrayEquals(new int[] {3}, HostIdentity.detectTopology(new String[] {"a", "a", "b"}, TransportKind.AUTO).fanouts());
-        assertArrayEquals(new int[] {2}, HostIdentity.detectTopology(new String[] {"a", "b"}, TransportKind.AUTO).fanouts());
+        assertArrayEquals(new int[] {3}, HostIdentity.detectTopology(new String[] {"a", "a", "a"}, TransportKind.AUTO)
+                .fanouts());
+        assertArrayEquals(new int[] {3}, HostIdentity.detectTopology(new String[] {"a", "a", "b"}, TransportKind.AUTO)
+                .fanouts());
+        assertArrayEquals(new int[] {2}, HostIdentity.detectTopology(new String[] {"a", "b"}, TransportKind.AUTO)
+                .fanouts());
         // one host: shared-memory figures; across hosts: TCP's
-        assertEquals(Topology.SHARED_MEMORY.bytesPerSecond(), HostIdentity.detectTopology(new String[] {"a", "a"}, TransportKind.AUTO)
+        assertEquals(Topology.SHARED_MEMORY.bytesPerSecond(),
+                HostIdentity.detectTopology(new String[] {"a", "a"}, TransportKind.AUTO)
                 .level(0).bytesPerSecond());
-        assertEquals(Topology.TCP.bytesPerSecond(), HostIdentity.detectTopology(new String[] {"a", "a"}, TransportKind.TCP)
+        assertEquals(Topology.TCP.bytesPerSecond(),
+                HostIdentity.detectTopology(new String[] {"a", "a"}, TransportKind.TCP)
                 .level(0).bytesPerSecond());
     }
 }

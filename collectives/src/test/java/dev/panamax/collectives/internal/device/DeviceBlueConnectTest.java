@@ -54,7 +54,8 @@ class DeviceBlueConnectTest {
     }
 
     /** One all-reduce; returns the first wrong element's description, or null. */
-    private static String allReduce(DeviceBlueConnect<MemorySegment> bc, long count, DataType type, ReduceOp op, boolean inPlace) {
+    private static String allReduce(DeviceBlueConnect<MemorySegment> bc, long count, DataType type, ReduceOp op,
+            boolean inPlace) {
         int e = type.byteSize();
         int rank = bc.rank();
         int n = bc.size();
@@ -70,12 +71,14 @@ class DeviceBlueConnectTest {
                 recv.fill((byte) 0x5a);
             }
             bc.allReduce(send, recv, count, type, op);
-            String what = bc.describe() + " rank " + rank + " " + type + " " + op + " count " + count + (inPlace ? " in place" : "");
+            String what = bc.describe() + " rank " + rank + " " + type + " " + op + " count " + count + (inPlace
+                    ? " in place" : "");
             for (long i = 0; i < count; i++) {
                 double want = Reference.expected(i, n, type, op);
                 double got = type.getAsDouble(recv, 0, i);
                 double tol = Reference.tolerance(type);
-                boolean ok = type.isFloatingPoint() ? Math.abs(got - want) <= tol * Math.max(1, Math.abs(want)) : got == want;
+                boolean ok = type.isFloatingPoint() ? Math.abs(got - want) <= tol * Math.max(1, Math.abs(want)) : got
+                        == want;
                 if (!ok) {
                     return what + ": element " + i + " is " + got + ", expected " + want;
                 }
@@ -167,7 +170,8 @@ class DeviceBlueConnectTest {
         List<Communicator> host = Panamax.local(1, TIMEOUT_NANOS);
         try {
             IllegalArgumentException size = assertThrows(IllegalArgumentException.class,
-                    () -> DeviceBlueConnect.check(host.get(0), Topology.parse("2x2"), List.of(GpuBackend.NCCL, GpuBackend.STAGES)));
+                    () -> DeviceBlueConnect.check(host.get(0), Topology.parse("2x2"),
+                            List.of(GpuBackend.NCCL, GpuBackend.STAGES)));
             assertTrue(size.getMessage().contains("4 ranks, the communicator 1"), size.getMessage());
             IllegalArgumentException levels = assertThrows(IllegalArgumentException.class,
                     () -> DeviceBlueConnect.check(host.get(0), Topology.parse("1x1"), List.of(GpuBackend.NCCL)));
@@ -180,7 +184,8 @@ class DeviceBlueConnectTest {
     @Test
     void aBufferTooSmallIsRefusedBeforeAnythingMoves() {
         List<Communicator> host = Panamax.local(1, TIMEOUT_NANOS);
-        try (DeviceBlueConnect<MemorySegment> bc = DeviceBlueConnect.hostMemory(host.get(0), Topology.parse("1"), new EmulatedDeviceOps.Fabric(), false);
+        try (DeviceBlueConnect<MemorySegment> bc =
+                DeviceBlueConnect.hostMemory(host.get(0), Topology.parse("1"), new EmulatedDeviceOps.Fabric(), false);
              Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(40);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
@@ -208,7 +213,8 @@ class DeviceBlueConnectTest {
                     // the failure leaves it unusable rather than out of step with its peers
                     IllegalStateException again = assertThrows(IllegalStateException.class,
                             () -> allReduce(bc, 10, DataType.FLOAT32, ReduceOp.SUM, false));
-                    assertTrue(again.getMessage().contains("earlier BlueConnect all-reduce failed"), again.getMessage());
+                    assertTrue(again.getMessage().contains("earlier BlueConnect all-reduce failed"),
+                            again.getMessage());
                     return e;
                 } finally {
                     try {

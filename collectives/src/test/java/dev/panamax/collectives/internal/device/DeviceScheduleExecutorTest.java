@@ -116,11 +116,13 @@ class DeviceScheduleExecutorTest {
     }
 
     private static Schedule schedule(String algorithm, int rank, int n, long count, DataType type) {
-        return Algorithms.get(algorithm).build(new Problem(Collective.ALL_REDUCE, rank, n, count, type.byteSize(), 0, Topology.flat(n)));
+        return Algorithms.get(algorithm).build(new Problem(Collective.ALL_REDUCE, rank, n, count, type.byteSize(), 0,
+                Topology.flat(n)));
     }
 
     /** One all-reduce on every rank of {@code g}; returns the first wrong element's description, or null. */
-    private static String allReduce(Group g, int rank, String algorithm, long count, DataType type, ReduceOp op, boolean inPlace) {
+    private static String allReduce(Group g, int rank, String algorithm, long count, DataType type, ReduceOp op,
+            boolean inPlace) {
         int e = type.byteSize();
         try (Arena a = Arena.ofShared()) {
             MemorySegment send = a.allocate(Math.max(1, count * e), 64);
@@ -135,7 +137,8 @@ class DeviceScheduleExecutorTest {
             for (long i = 0; i < count; i++) {
                 double want = Reference.expected(i, g.n, type, op);
                 double got = type.getAsDouble(recv, 0, i);
-                boolean ok = type.isFloatingPoint() ? Math.abs(got - want) <= Reference.tolerance(type) * Math.max(1, Math.abs(want)) : got == want;
+                boolean ok = type.isFloatingPoint() ? Math.abs(got - want) <= Reference.tolerance(type)
+                        * Math.max(1, Math.abs(want)) : got == want;
                 if (!ok) {
                     return algorithm + " n=" + g.n + " rank " + rank + " " + type + " " + op + " count " + count
                             + (inPlace ? " in place" : "") + ": element " + i + " is " + got + ", expected " + want;
@@ -146,7 +149,8 @@ class DeviceScheduleExecutorTest {
     }
 
     @ParameterizedTest(name = "{0} on {1} ranks")
-    @CsvSource({"ring,1", "ring,2", "ring,3", "ring,4", "ring,5", "ring,8", "rhd,1", "rhd,2", "rhd,3", "rhd,4", "rhd,5", "rhd,8"})
+    @CsvSource({"ring,1", "ring,2", "ring,3", "ring,4", "ring,5", "ring,8", "rhd,1", "rhd,2", "rhd,3", "rhd,4", "rhd,5",
+            "rhd,8"})
     void allReduceMatchesTheReference(String algorithm, int n) {
         try (Group g = new Group(n, TIMEOUT_NANOS)) {
             List<List<String>> wrong = onEachRank(n, rank -> {
@@ -185,7 +189,8 @@ class DeviceScheduleExecutorTest {
                 assertInstanceOf(CollectiveTimeoutException.class, e);
                 assertTrue(e.getMessage().contains("rank 1 did not"), e.getMessage());
                 // The failure leaves the executor unusable rather than out of step with its peers.
-                assertThrows(IllegalStateException.class, () -> allReduce(g, 0, "ring", 100, DataType.FLOAT32, ReduceOp.SUM, true));
+                assertThrows(IllegalStateException.class, () ->
+                        allReduce(g, 0, "ring", 100, DataType.FLOAT32, ReduceOp.SUM, true));
             }
         });
     }
@@ -204,7 +209,8 @@ class DeviceScheduleExecutorTest {
                         return e;
                     }
                 });
-                // Every rank that depends on rank 2 names it; a rank may instead name one that failed on account of rank 2.
+                // Every rank that depends on rank 2 names it; a rank may instead name one that failed on account of
+                // rank 2.
                 PeerFailedException direct = null;
                 for (Throwable t : failures) {
                     assertInstanceOf(PeerFailedException.class, t);

@@ -61,7 +61,8 @@ public final class GpuBackendRankProcess {
         List<String> wrong = new ArrayList<>();
         switch (args[0]) {
             case "communicator" -> {
-                try (GpuCommunicator gpu = GpuCommunicator.create(host, ctx, GpuBackend.valueOf(args[1].toUpperCase()))) {
+                try (GpuCommunicator gpu = GpuCommunicator.create(host, ctx,
+                        GpuBackend.valueOf(args[1].toUpperCase()))) {
                     communicator(gpu, ctx, wrong);
                 }
             }
@@ -70,7 +71,8 @@ public final class GpuBackendRankProcess {
                 for (String b : args[2].split(",")) {
                     backends.add(GpuBackend.valueOf(b.toUpperCase()));
                 }
-                try (DeviceBlueConnect<DeviceMemory> bc = DeviceBlueConnect.cuda(host, ctx, Topology.parse(args[1]), backends,
+                try (DeviceBlueConnect<DeviceMemory> bc =
+                        DeviceBlueConnect.cuda(host, ctx, Topology.parse(args[1]), backends,
                         Boolean.parseBoolean(args[3]))) {
                     System.out.println(bc.describe());
                     blueConnect(bc, ctx, wrong);
@@ -154,19 +156,22 @@ public final class GpuBackendRankProcess {
                 a.slice(0, bytes).copyFromHost(hs);
                 gpu.allReduce(a.slice(0, bytes), count, DataType.FLOAT32, ReduceOp.SUM);
                 a.slice(0, bytes).copyToHost(hs);
-                check(wrong, at + " all-reduce float32 sum", hs, DataType.FLOAT32, count, i -> expected(n, i, DataType.FLOAT32, ReduceOp.SUM));
+                check(wrong, at + " all-reduce float32 sum", hs, DataType.FLOAT32, count, i ->
+                        expected(n, i, DataType.FLOAT32, ReduceOp.SUM));
                 // AVG into a view at an offset of another allocation
                 fill(hs, DataType.FLOAT32, count, i -> input(r, n, i, ReduceOp.AVG));
                 a.slice(0, bytes).copyFromHost(hs);
                 gpu.allReduce(a.slice(0, bytes), b.slice(256, bytes), count, DataType.FLOAT32, ReduceOp.AVG);
                 b.slice(256, bytes).copyToHost(hs);
-                check(wrong, at + " all-reduce float32 avg", hs, DataType.FLOAT32, count, i -> expected(n, i, DataType.FLOAT32, ReduceOp.AVG));
+                check(wrong, at + " all-reduce float32 avg", hs, DataType.FLOAT32, count, i ->
+                        expected(n, i, DataType.FLOAT32, ReduceOp.AVG));
                 // int32 MAX in place
                 fill(hs, DataType.INT32, count, i -> input(r, n, i, ReduceOp.MAX));
                 a.slice(0, bytes).copyFromHost(hs);
                 gpu.allReduce(a.slice(0, bytes), count, DataType.INT32, ReduceOp.MAX);
                 a.slice(0, bytes).copyToHost(hs);
-                check(wrong, at + " all-reduce int32 max", hs, DataType.INT32, count, i -> expected(n, i, DataType.INT32, ReduceOp.MAX));
+                check(wrong, at + " all-reduce int32 max", hs, DataType.INT32, count, i ->
+                        expected(n, i, DataType.INT32, ReduceOp.MAX));
                 // reduce-scatter float32 SUM: n * count in, block r out
                 MemorySegment whole = h.asSlice(0, bytes * n);
                 fill(whole, DataType.FLOAT32, count * n, i -> input(r, n, i, ReduceOp.SUM));
@@ -188,7 +193,8 @@ public final class GpuBackendRankProcess {
                 a.slice(0, bytes).copyFromHost(hs);
                 gpu.broadcast(a.slice(0, bytes), a.slice(0, bytes), count, DataType.FLOAT32, root);
                 a.slice(0, bytes).copyToHost(hs);
-                check(wrong, at + " broadcast float32", hs, DataType.FLOAT32, count, i -> input(root, n, i, ReduceOp.SUM));
+                check(wrong, at + " broadcast float32", hs, DataType.FLOAT32, count, i ->
+                        input(root, n, i, ReduceOp.SUM));
             }
         }
     }
@@ -218,7 +224,8 @@ public final class GpuBackendRankProcess {
                     DeviceMemory out = inPlace ? a.slice(0, bytes) : b.slice(256, bytes);
                     bc.allReduce(a.slice(0, bytes), out, count, type, op);
                     out.copyToHost(hs);
-                    check(wrong, bc.describe() + " rank " + r + " " + type + " " + op + " count " + count + (inPlace ? " in place" : ""),
+                    check(wrong, bc.describe() + " rank " + r + " " + type + " " + op + " count " + count
+                            + (inPlace ? " in place" : ""),
                             hs, type, count, i -> expected(n, i, type, op));
                 }
             }

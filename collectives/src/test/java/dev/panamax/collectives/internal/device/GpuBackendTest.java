@@ -43,13 +43,15 @@ class GpuBackendTest {
     @Test
     void blueConnectWithNcclInsideOnOneGpu() throws Exception {
         GpuRequirements.requireGpu(true, 1);
-        GpuTestSupport.runRankProcesses(GpuBackendRankProcess.class, 2, r -> GpuTestSupport.ORDINAL, "blueconnect", "1x2", "nccl,stages", "true");
+        GpuTestSupport.runRankProcesses(GpuBackendRankProcess.class, 2, r -> GpuTestSupport.ORDINAL, "blueconnect",
+                "1x2", "nccl,stages", "true");
     }
 
     @Test
     void blueConnectWithOwnStagesOnEveryLevelOnOneGpu() throws Exception {
         GpuRequirements.requireGpu(false, 1);
-        GpuTestSupport.runRankProcesses(GpuBackendRankProcess.class, 4, r -> GpuTestSupport.ORDINAL, "blueconnect", "2x2", "stages,stages", "false");
+        GpuTestSupport.runRankProcesses(GpuBackendRankProcess.class, 4, r -> GpuTestSupport.ORDINAL, "blueconnect",
+                "2x2", "stages,stages", "false");
     }
 
     @Test
@@ -62,6 +64,7 @@ class GpuBackendTest {
     void blueConnectWithNcclPairsInsideOverTwoGpus() throws Exception {
         GpuRequirements.requireGpu(true, 2);
         // 2x2: the inner groups {0,1} and {2,3} are NCCL pairs on devices 0 and 1; the outer ones share a device
-        GpuTestSupport.runRankProcesses(GpuBackendRankProcess.class, 4, r -> r % 2, "blueconnect", "2x2", "nccl,stages", "false");
+        GpuTestSupport.runRankProcesses(GpuBackendRankProcess.class, 4, r -> r % 2, "blueconnect", "2x2", "nccl,stages",
+                "false");
     }
 }

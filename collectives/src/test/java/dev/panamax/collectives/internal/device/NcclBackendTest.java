@@ -48,10 +48,12 @@ class NcclBackendTest {
         for (int r = 0; r < 4; r++) {
             RuntimeException e = failures.get(r);
             assertInstanceOf(IllegalStateException.class, e, "rank " + r);
-            assertTrue(e.getMessage().startsWith("rank " + r + ": the NCCL backend needs libnccl.so.2 on every rank; rank(s) [1, 3]"),
+            assertTrue(e.getMessage().startsWith("rank " + r
+                    + ": the NCCL backend needs libnccl.so.2 on every rank; rank(s) [1, 3]"),
                     e.getMessage());
             if (r == 1 || r == 3) {
-                assertTrue(e.getMessage().endsWith("cannot load it: libnccl.so.2: cannot open shared object file"), e.getMessage());
+                assertTrue(e.getMessage().endsWith("cannot load it: libnccl.so.2: cannot open shared object file"),
+                        e.getMessage());
                 assertSame(cause, e.getCause());
             }
         }

@@ -33,7 +33,8 @@ class StagesBackendTest {
         EmulatedDeviceOps.Fabric fabric = new EmulatedDeviceOps.Fabric();
         try {
             DeviceScheduleExecutorTest.onEachRank(n, r -> {
-                try (StagesBackend<MemorySegment> g = StagesBackend.hostMemory(host.get(r), fabric); Arena a = Arena.ofShared()) {
+                try (StagesBackend<MemorySegment> g = StagesBackend.hostMemory(host.get(r), fabric); Arena a =
+                        Arena.ofShared()) {
                     for (long count : new long[] {0, 1, 5, 4099}) {
                         MemorySegment buf = a.allocate(Math.max(4, count * n * 4), 64);
                         MemorySegment out = a.allocate(Math.max(4, count * n * 4), 64);
@@ -47,7 +48,8 @@ class StagesBackendTest {
                             for (int q = 0; q < n; q++) {
                                 want += value(q, i);
                             }
-                            assertEquals(want, buf.getAtIndex(ValueLayout.JAVA_INT, i), "all-reduce element " + i + " on rank " + r);
+                            assertEquals(want, buf.getAtIndex(ValueLayout.JAVA_INT, i),
+                                    "all-reduce element " + i + " on rank " + r);
                         }
                         boolean pow2 = Integer.bitCount(n) == 1;
                         String rsag = algorithm.equals("rhd") && !pow2 ? "ring" : algorithm;
@@ -61,7 +63,8 @@ class StagesBackendTest {
                             for (int q = 0; q < n; q++) {
                                 want = Math.max(want, value(q, r * count + i));
                             }
-                            assertEquals(want, out.getAtIndex(ValueLayout.JAVA_INT, i), "reduce-scatter element " + i + " on rank " + r);
+                            assertEquals(want, out.getAtIndex(ValueLayout.JAVA_INT, i),
+                                    "reduce-scatter element " + i + " on rank " + r);
                         }
                         // all-gather: block q from rank q
                         for (long i = 0; i < count; i++) {
@@ -70,7 +73,8 @@ class StagesBackendTest {
                         g.run(Collective.ALL_GATHER, rsag, buf, out, count, DataType.INT32, ReduceOp.SUM, 0);
                         for (int q = 0; q < n; q++) {
                             for (long i = 0; i < count; i++) {
-                                assertEquals(value(q, i) + 1, out.getAtIndex(ValueLayout.JAVA_INT, q * count + i), "all-gather block " + q + " on rank " + r);
+                                assertEquals(value(q, i) + 1, out.getAtIndex(ValueLayout.JAVA_INT, q * count + i),
+                                        "all-gather block " + q + " on rank " + r);
                             }
                         }
                         // broadcast from the last rank
@@ -80,7 +84,8 @@ class StagesBackendTest {
                         }
                         g.run(Collective.BROADCAST, "ring", buf, buf, count, DataType.INT32, ReduceOp.SUM, root);
                         for (long i = 0; i < count; i++) {
-                            assertEquals(value(root, i), buf.getAtIndex(ValueLayout.JAVA_INT, i), "broadcast element " + i + " on rank " + r);
+                            assertEquals(value(root, i), buf.getAtIndex(ValueLayout.JAVA_INT, i),
+                                    "broadcast element " + i + " on rank " + r);
                         }
                     }
                 }

@@ -72,7 +72,8 @@ class ObservabilityTest {
         try (Arena a = Arena.ofShared()) {
             MemorySegment s = a.allocate(4096, 64);
             // Rank 1 never calls: rank 0 waits on it.
-            CompletableFuture<Void> stuck = CompletableFuture.runAsync(() -> comms.get(0).allReduce(s, 1024, DataType.FLOAT32, ReduceOp.SUM));
+            CompletableFuture<Void> stuck = CompletableFuture.runAsync(() -> comms.get(0).allReduce(s, 1024,
+                    DataType.FLOAT32, ReduceOp.SUM));
             String inFlight = "";
             long deadline = System.nanoTime() + 10_000_000_000L;
             while (System.nanoTime() < deadline && !inFlight.contains("waiting")) {
@@ -116,7 +117,8 @@ class ObservabilityTest {
                 }
             });
             // Rank 1 does not come: rank 0 times out.
-            assertThrows(CollectiveTimeoutException.class, () -> comms.get(0).allReduce(bufs[0], 8, DataType.FLOAT32, ReduceOp.SUM));
+            assertThrows(CollectiveTimeoutException.class, () ->
+                    comms.get(0).allReduce(bufs[0], 8, DataType.FLOAT32, ReduceOp.SUM));
             r.stop();
             r.dump(file);
         } finally {
@@ -142,7 +144,8 @@ class ObservabilityTest {
         assertTrue(one.getString("algorithm").startsWith("ring"), one::toString);
         assertTrue(one.getDuration().toNanos() > 0, one::toString);
 
-        RecordedEvent send = collectives.stream().filter(e -> e.getString("collective").equals("send")).findFirst().orElseThrow();
+        RecordedEvent send = collectives.stream().filter(e -> e.getString("collective").equals("send")).findFirst()
+                .orElseThrow();
         assertEquals(0, send.getInt("rank"));
         assertEquals(1, send.getInt("peer"));
         assertEquals(64, send.getLong("bytes"));
@@ -154,7 +157,8 @@ class ObservabilityTest {
         assertTrue(failed.getString("error").contains("timed out"), failed::toString);
 
         // Ring all-reduce on 2 ranks: a reduce-scatter and an all-gather stage with rank 1, 2048 bytes each way.
-        List<RecordedEvent> rank0 = steps.stream().filter(e -> e.getInt("rank") == 0 && e.getString("collective").equals("allreduce")
+        List<RecordedEvent> rank0 = steps.stream().filter(e -> e.getInt("rank") == 0 && e.getString("collective")
+                .equals("allreduce")
                 && e.getLong("bytesSent") == 2048).toList();
         assertFalse(rank0.isEmpty(), () -> "steps: " + steps);
         RecordedEvent st = rank0.getFirst();

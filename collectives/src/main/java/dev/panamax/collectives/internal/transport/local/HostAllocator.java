@@ -8,7 +8,8 @@ import java.lang.foreign.MemorySegment;
 import java.util.Map;
 import java.util.HashMap;
 
-/** Plain page-aligned host memory, one shared arena per buffer (for in-JVM ranks, which read each other's memory anyway). */
+/** Plain page-aligned host memory, one shared arena per buffer (for in-JVM ranks, which read each other's memory
+ * anyway). */
 public final class HostAllocator implements BufferAllocator {
     private final Map<Long, Arena> arenas = new HashMap<>();
     private boolean closed;
@@ -28,7 +29,8 @@ public final class HostAllocator implements BufferAllocator {
     public synchronized void free(MemorySegment buffer) {
         Arena a = arenas.remove(buffer.address());
         if (a == null) {
-            throw new IllegalArgumentException("segment at 0x" + Long.toHexString(buffer.address()) + " was not allocated by this communicator (or was freed already)");
+            throw new IllegalArgumentException("segment at 0x" + Long.toHexString(buffer.address())
+                    + " was not allocated by this communicator (or was freed already)");
         }
         a.close();
     }

@@ -58,7 +58,8 @@ final class LocalLink extends Link {
         while ((r = recvs.peek()) != null && (m = in.poll()) != null) {
             long expected = r.dst.byteSize();
             if (m.data.byteSize() != expected) {
-                String msg = "rank " + peer + " sent " + m.data.byteSize() + " bytes but rank " + self + " expected " + expected
+                String msg = "rank " + peer + " sent " + m.data.byteSize() + " bytes but rank " + self + " expected "
+                        + expected
                         + " (mismatched counts or types across ranks)";
                 m.error = msg;
                 m.consumed = true;

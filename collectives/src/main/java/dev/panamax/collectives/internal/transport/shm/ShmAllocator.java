@@ -32,7 +32,8 @@ public final class ShmAllocator implements BufferAllocator {
         if (closed) {
             throw new IllegalStateException("the communicator is closed");
         }
-        long mapped = Math.max(HostMemory.PAGE_SIZE, (byteSize + HostMemory.PAGE_SIZE - 1) / HostMemory.PAGE_SIZE * HostMemory.PAGE_SIZE);
+        long mapped = Math.max(HostMemory.PAGE_SIZE, (byteSize + HostMemory.PAGE_SIZE - 1) / HostMemory.PAGE_SIZE
+                * HostMemory.PAGE_SIZE);
         SharedMemory.Region r = SharedMemory.create("buffer", mapped);
         byAddress.put(r.segment().address(), new Entry(r, IDS.incrementAndGet()));
         return r.segment().asSlice(0, byteSize);

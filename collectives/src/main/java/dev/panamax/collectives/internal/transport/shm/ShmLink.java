@@ -85,7 +85,8 @@ public final class ShmLink extends Link {
     private long peerTail;   // last seen consumer position of out
     private long tail;       // next slot we consume on in
 
-    public ShmLink(int self, int peer, long peerPid, MemorySegment ownInbox, SharedMemory.Region peerInbox, ShmAllocator allocator) {
+    public ShmLink(int self, int peer, long peerPid, MemorySegment ownInbox, SharedMemory.Region peerInbox,
+            ShmAllocator allocator) {
         super(peer);
         this.self = self;
         this.peerPid = peerPid;
@@ -123,7 +124,8 @@ public final class ShmLink extends Link {
         progressSends();
         progressRecvs();
         SendReq c;
-        if ((c = awaitingConsumption.peek()) != null && (peerTail = (long) LONG.getAcquire(out, TAIL)) > c.referenceSlot) {
+        if ((c = awaitingConsumption.peek()) != null
+                && (peerTail = (long) LONG.getAcquire(out, TAIL)) > c.referenceSlot) {
             while ((c = awaitingConsumption.peek()) != null && peerTail > c.referenceSlot) {
                 c.complete();
                 awaitingConsumption.poll();
@@ -180,20 +182,23 @@ public final class ShmLink extends Link {
     private void progressRecvs() {
         Request.Receive r;
         while ((r = recvs.peek()) != null
-                && (long) LONG.getAcquire(in, DESCRIPTORS + (tail % SLOTS) * DESCRIPTOR_BYTES + D_SEQUENCE) == tail + 1) {
+                && (long) LONG.getAcquire(in, DESCRIPTORS + (tail % SLOTS) * DESCRIPTOR_BYTES + D_SEQUENCE) == tail
+                + 1) {
             long slot = tail % SLOTS;
             long d = DESCRIPTORS + slot * DESCRIPTOR_BYTES;
             long expected = r.dst.byteSize();
             long messageBytes = in.get(L, d + D_MESSAGE_BYTES);
             if (messageBytes != expected) {
-                throw new CollectiveException("rank " + peer + " sent " + messageBytes + " bytes but rank " + self + " expected "
+                throw new CollectiveException("rank " + peer + " sent " + messageBytes + " bytes but rank " + self
+                        + " expected "
                         + expected + " (mismatched counts or types across ranks)");
             }
             long kind = in.get(L, d + D_KIND);
             long piece = in.get(L, d + D_PIECE_BYTES);
             MemorySegment source;
             if (kind == KIND_REFERENCE) {
-                MemorySegment region = peerRegions.map(in.get(L, d + D_REGION_ID), (int) in.get(L, d + D_FD), in.get(L, d + D_REGION_BYTES));
+                MemorySegment region = peerRegions.map(in.get(L, d + D_REGION_ID), (int) in.get(L, d + D_FD), in.get(L,
+                        d + D_REGION_BYTES));
                 source = region.asSlice(in.get(L, d + D_OFFSET), piece);
             } else if (kind == KIND_IN_DESCRIPTOR) {
                 source = in.asSlice(d + D_PAYLOAD, piece);
@@ -203,7 +208,8 @@ public final class ShmLink extends Link {
             if (r.op == null) {
                 MemorySegment.copy(source, 0, r.dst, r.offset, piece);
             } else if (piece > 0) {
-                Reductions.reduce(r.type, r.op, r.dst, r.offset, r.with, r.offset, source, 0, piece / r.type.byteSize());
+                Reductions.reduce(r.type, r.op, r.dst, r.offset, r.with, r.offset, source, 0,
+                        piece / r.type.byteSize());
             }
             r.offset += piece;
             LONG.setRelease(in, TAIL, ++tail);
@@ -222,14 +228,17 @@ public final class ShmLink extends Link {
         }
         if (closed >= CLOSED_BLAMING) {
             int failed = closed - CLOSED_BLAMING;
-            throw new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer + " (pid " + peerPid
+            throw new PeerFailedException(failed,
+                    "rank " + self + ": rank " + failed + " failed (peer rank " + peer + " (pid " + peerPid
                     + ") gave up because of it)", null);
         }
         if (closed != 0) {
-            throw new PeerFailedException(peer, "rank " + self + ": peer rank " + peer + " (pid " + peerPid + ") closed its communicator", null);
+            throw new PeerFailedException(peer, "rank " + self + ": peer rank " + peer + " (pid " + peerPid
+                    + ") closed its communicator", null);
         }
         if (!isAlive(peerPid)) {
-            throw new PeerFailedException(peer, "rank " + self + ": peer rank " + peer + " (pid " + peerPid + ") died", null);
+            throw new PeerFailedException(peer, "rank " + self + ": peer rank " + peer + " (pid " + peerPid + ") died",
+                    null);
         }
     }
 
@@ -247,7 +256,8 @@ public final class ShmLink extends Link {
         }
     }
 
-    /** Sets the closed flags the peer's liveness check reads; plain stores into memory that stays mapped until release. */
+    /** Sets the closed flags the peer's liveness check reads; plain stores into memory that stays mapped until release.
+     * */
     @Override
     protected void signalClose() {
         try {
@@ -285,7 +295,8 @@ public final class ShmLink extends Link {
                 try {
                     r = SharedMemory.attach(new SharedMemory.Handle(peerPid, fd, byteSize));
                 } catch (RuntimeException e) {
-                    throw new PeerFailedException(peer, "rank " + self + ": cannot map the buffer rank " + peer + " sent: " + e.getMessage(), e);
+                    throw new PeerFailedException(peer,
+                            "rank " + self + ": cannot map the buffer rank " + peer + " sent: " + e.getMessage(), e);
                 }
                 mapped.put(regionId, r);
             }

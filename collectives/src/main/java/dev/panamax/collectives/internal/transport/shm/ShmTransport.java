@@ -38,7 +38,8 @@ public final class ShmTransport implements Transport {
         try {
             rendezvous.publish(name(), inbox.handle().encode());
             for (PeerInfo p : peers) {
-                SharedMemory.Region peerInbox = SharedMemory.attach(SharedMemory.Handle.decode(rendezvous.lookup(name(), p.rank())));
+                SharedMemory.Region peerInbox = SharedMemory.attach(SharedMemory.Handle.decode(rendezvous.lookup(name(),
+                        p.rank())));
                 links[p.rank()] = new ShmLink(rank, p.rank(), p.pid(), inbox.segment(), peerInbox, allocator);
             }
         } catch (RuntimeException e) {

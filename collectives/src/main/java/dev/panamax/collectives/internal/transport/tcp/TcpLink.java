@@ -76,7 +76,8 @@ public final class TcpLink extends Link {
             if (failed >= 0) {
                 throw peerGaveUp(self, failed, e);
             }
-            throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer + " failed (peer died?): " + e.getMessage(), e);
+            throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer
+                    + " failed (peer died?): " + e.getMessage(), e);
         }
     }
 
@@ -130,7 +131,8 @@ public final class TcpLink extends Link {
             }
             while (r.offset < r.src.byteSize()) {
                 if (r.window == null || !r.window.hasRemaining()) {
-                    r.window = r.src.asSlice(r.offset, Math.min(WINDOW_BYTES, r.src.byteSize() - r.offset)).asByteBuffer();
+                    r.window = r.src.asSlice(r.offset, Math.min(WINDOW_BYTES, r.src.byteSize() - r.offset))
+                            .asByteBuffer();
                 }
                 int before = r.window.position();
                 channel.write(r.window);
@@ -164,7 +166,8 @@ public final class TcpLink extends Link {
                     throw peerGaveUp(self, failed, null);
                 }
                 if (bytes != r.dst.byteSize()) {
-                    throw new CollectiveException("rank " + peer + " sent " + bytes + " bytes but rank " + self + " expected "
+                    throw new CollectiveException("rank " + peer + " sent " + bytes + " bytes but rank " + self
+                            + " expected "
                             + r.dst.byteSize() + " (mismatched counts or types across ranks)");
                 }
             }
@@ -197,7 +200,8 @@ public final class TcpLink extends Link {
                         return;
                     }
                     int piece = stagingBuffer.limit();
-                    Reductions.reduce(r.type, r.op, r.dst, r.offset, r.with, r.offset, staging, 0, piece / r.type.byteSize());
+                    Reductions.reduce(r.type, r.op, r.dst, r.offset, r.with, r.offset, staging, 0,
+                            piece / r.type.byteSize());
                     r.offset += piece;
                     r.window = null;
                 }
@@ -236,13 +240,15 @@ public final class TcpLink extends Link {
     }
 
     private PeerFailedException eof() {
-        return new PeerFailedException(peer, "rank " + self + ": rank " + peer + " closed its TCP connection (died or closed its communicator)", null);
+        return new PeerFailedException(peer, "rank " + self + ": rank " + peer
+                + " closed its TCP connection (died or closed its communicator)", null);
     }
 
     @Override
     protected void doCheckPeer() {
         if (!channel.isOpen()) {
-            throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer + " is closed", null);
+            throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer + " is closed",
+                    null);
         }
         if (recvs.isEmpty() && recvHeader.hasRemaining()) {
             // Nothing posted: read ahead into the next header, which shows a closed connection (and
@@ -251,7 +257,9 @@ public final class TcpLink extends Link {
             try {
                 got = channel.read(recvHeader);
             } catch (IOException e) {
-                throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer + " failed (peer died?): " + e.getMessage(), e);
+                throw new PeerFailedException(peer,
+                        "rank " + self + ": TCP connection to rank " + peer + " failed (peer died?): " + e.getMessage(),
+                                e);
             }
             if (got < 0) {
                 throw eof();
@@ -263,7 +271,8 @@ public final class TcpLink extends Link {
         }
     }
 
-    /** Closes the socket (the peer reads end of stream); NIO makes this safe beside a read or write on another thread. */
+    /** Closes the socket (the peer reads end of stream); NIO makes this safe beside a read or write on another thread.
+     * */
     @Override
     protected void signalClose() {
         int failed = blame();

@@ -50,18 +50,21 @@ public final class VerbsDomain {
         this.gidIndex = gidIndex;
         this.mtu = mtu;
         this.zeroCopy = zeroCopy;
-        this.cache = new RegistrationCache(pd, Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ, CACHE_ENTRIES);
+        this.cache = new RegistrationCache(pd, Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ,
+                CACHE_ENTRIES);
     }
 
     /** Opens the configured device; a clear error when libibverbs or a device is missing. */
     public static VerbsDomain open() {
         if (!Verbs.isAvailable()) {
-            throw new CollectiveException("transport verbs: libibverbs is not available: " + Verbs.unavailabilityCause());
+            throw new CollectiveException("transport verbs: libibverbs is not available: "
+                    + Verbs.unavailabilityCause());
         }
         String device = Settings.VERBS_DEVICE.value();
         int port = Integer.parseInt(Settings.VERBS_PORT.value(Settings.VERBS_PORT.defaultValue()));
         String gid = Settings.VERBS_GID_INDEX.value();
-        boolean zeroCopy = Boolean.parseBoolean(Settings.VERBS_ZERO_COPY.value(Settings.VERBS_ZERO_COPY.defaultValue()));
+        boolean zeroCopy =
+                Boolean.parseBoolean(Settings.VERBS_ZERO_COPY.value(Settings.VERBS_ZERO_COPY.defaultValue()));
         if (Verbs.devices().isEmpty()) {
             throw new CollectiveException("transport verbs: no RDMA device found (ibv_get_device_list returned none)");
         }
@@ -69,7 +72,8 @@ public final class VerbsDomain {
         try {
             PortInfo info = ctx.queryPort(port);
             if (!info.isActive()) {
-                throw new CollectiveException("transport verbs: port " + port + " of " + ctx.deviceName() + " is not active (state "
+                throw new CollectiveException("transport verbs: port " + port + " of " + ctx.deviceName()
+                        + " is not active (state "
                         + info.state() + ")");
             }
             int gidIndex = gid != null ? Integer.parseInt(gid) : Math.max(0, ctx.findRoceV2GidIndex(port));

@@ -130,7 +130,8 @@ public final class VerbsLink extends Link {
         try {
             c = domain.context.createCompletionQueue(SEND_WQES + RECV_WQES);
             q = domain.pd.createReliableQueuePair(c, c, new QpCapabilities(SEND_WQES, RECV_WQES, 1, 1, 0));
-            ctrlMr = domain.pd.register(arena.allocate((long) (RECV_WQES + ADVERTS) * CTRL_BYTES, 64), Access.LOCAL_WRITE);
+            ctrlMr = domain.pd.register(arena.allocate((long) (RECV_WQES + ADVERTS) * CTRL_BYTES, 64),
+                    Access.LOCAL_WRITE);
             this.staging = domain.pd.register(arena.allocate(2L * CHUNKS * CHUNK_BYTES, 4096),
                     Access.LOCAL_WRITE | Access.REMOTE_WRITE);
         } catch (RuntimeException e) {
@@ -160,7 +161,8 @@ public final class VerbsLink extends Link {
      * both sides send their endpoint (QPN, PSN, LID, GID) and read the other's, then move the
      * queue pair to RTS. The channel stays open, non-blocking, for liveness.
      */
-    public static VerbsLink connect(int self, int peer, SocketChannel channel, VerbsDomain domain, long timeoutNanos) throws IOException {
+    public static VerbsLink connect(int self, int peer, SocketChannel channel, VerbsDomain domain,
+            long timeoutNanos) throws IOException {
         VerbsLink link = new VerbsLink(self, peer, channel, domain);
         try {
             int psn = ThreadLocalRandom.current().nextInt(1 << 24);
@@ -177,13 +179,15 @@ public final class VerbsLink extends Link {
             try {
                 int n = in.readInt();
                 if (n <= 0 || n > 4096) {
-                    throw new CollectiveException("rank " + self + ": rank " + peer + " sent a malformed queue-pair endpoint (" + n + " bytes)");
+                    throw new CollectiveException("rank " + self + ": rank " + peer
+                            + " sent a malformed queue-pair endpoint (" + n + " bytes)");
                 }
                 byte[] theirs = new byte[n];
                 in.readFully(theirs);
                 remote = QpEndpoint.fromBytes(theirs);
             } catch (SocketTimeoutException e) {
-                throw new CollectiveTimeoutException("rank " + self + ": rank " + peer + " did not send its queue-pair endpoint in time");
+                throw new CollectiveTimeoutException("rank " + self + ": rank " + peer
+                        + " did not send its queue-pair endpoint in time");
             }
             link.qp.connect(local, remote, domain.port, domain.gidIndex, domain.mtu);
             for (int slot = 0; slot < RECV_WQES; slot++) {
@@ -260,7 +264,8 @@ public final class VerbsLink extends Link {
     }
 
     private RuntimeException completionFailure(int i) {
-        String what = "rank " + self + ": RDMA with rank " + peer + " failed: " + wc.statusString(i) + " (status " + wc.status(i) + ")";
+        String what = "rank " + self + ": RDMA with rank " + peer + " failed: " + wc.statusString(i) + " (status "
+                + wc.status(i) + ")";
         int status = wc.status(i);
         // Flushed, retries exhausted, receiver not ready for ever: the peer's queue pair is gone.
         if (status == 5 || status == 12 || status == 13) {
@@ -273,7 +278,8 @@ public final class VerbsLink extends Link {
     private void arrived(int imm) {
         if (outCount == 0 || imm != advertSeqAt(outHead)) {
             throw new CollectiveException("rank " + self + ": protocol error on the RDMA link to rank " + peer
-                    + ": write for advertisement " + imm + " while expecting " + (outCount == 0 ? "none" : advertSeqAt(outHead)));
+                    + ": write for advertisement " + imm + " while expecting "
+                    + (outCount == 0 ? "none" : advertSeqAt(outHead)));
         }
         RecvReq r = outReq[outHead];
         long offset = outOffset[outHead];
@@ -305,7 +311,8 @@ public final class VerbsLink extends Link {
 
     private void advertisementReceived(int slot) {
         if (inCount == ADVERTS) {
-            throw new CollectiveException("rank " + self + ": protocol error: rank " + peer + " advertised more than " + ADVERTS + " receives");
+            throw new CollectiveException("rank " + self + ": protocol error: rank " + peer + " advertised more than "
+                    + ADVERTS + " receives");
         }
         MemorySegment m = ctrl.segment().asSlice((long) slot * CTRL_BYTES, CTRL_BYTES);
         int tail = (inHead + inCount) % ADVERTS;
@@ -319,7 +326,8 @@ public final class VerbsLink extends Link {
 
     private void sendCompleted() {
         if (wqeCount == 0) {
-            throw new CollectiveException("rank " + self + ": protocol error: a send completion with nothing posted to rank " + peer);
+            throw new CollectiveException("rank " + self
+                    + ": protocol error: a send completion with nothing posted to rank " + peer);
         }
         SendReq s = wqeSend[wqeHead];
         if (s != null) {
@@ -391,7 +399,8 @@ public final class VerbsLink extends Link {
             long size = s.src.byteSize();
             if (s.offset == 0 && inWritten == 0) {
                 if (inTotal[inHead] != size) {
-                    throw new CollectiveException("rank " + self + " sends " + size + " bytes but rank " + peer + " expects "
+                    throw new CollectiveException("rank " + self + " sends " + size + " bytes but rank " + peer
+                            + " expects "
                             + inTotal[inHead] + " (mismatched counts or types across ranks)");
                 }
                 s.region = domain.registered(s.src);
@@ -463,7 +472,8 @@ public final class VerbsLink extends Link {
         try {
             got = channel.read(liveness);
         } catch (IOException e) {
-            throw new PeerFailedException(peer, "rank " + self + ": the connection to rank " + peer + " failed (peer died?): " + e.getMessage(), e);
+            throw new PeerFailedException(peer, "rank " + self + ": the connection to rank " + peer
+                    + " failed (peer died?): " + e.getMessage(), e);
         }
         if (!liveness.hasRemaining()) {
             long h = liveness.getLong(0);
@@ -474,7 +484,8 @@ public final class VerbsLink extends Link {
             }
         }
         if (got < 0) {
-            throw new PeerFailedException(peer, "rank " + self + ": rank " + peer + " closed its connection (died or closed its communicator)", null);
+            throw new PeerFailedException(peer, "rank " + self + ": rank " + peer
+                    + " closed its connection (died or closed its communicator)", null);
         }
     }
 
@@ -483,7 +494,8 @@ public final class VerbsLink extends Link {
         int failed = blame();
         if (failed >= 0) {
             try {
-                ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, BlameHeader.encode(failed));
+                ByteBuffer b = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0,
+                        BlameHeader.encode(failed));
                 channel.write(b);
             } catch (IOException | RuntimeException ignored) {
                 // the connection is gone already

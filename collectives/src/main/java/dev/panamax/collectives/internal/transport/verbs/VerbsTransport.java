@@ -50,7 +50,8 @@ public final class VerbsTransport implements Transport {
         long timeoutNanos = rendezvous.timeoutNanos();
         VerbsDomain domain = VerbsDomain.open();
         try {
-            mesh.connect(rendezvous, name(), peers, links, (peer, channel) -> VerbsLink.connect(rank, peer, channel, domain, timeoutNanos));
+            mesh.connect(rendezvous, name(), peers, links, (peer, channel) ->
+                    VerbsLink.connect(rank, peer, channel, domain, timeoutNanos));
         } catch (IOException | RuntimeException e) {
             domain.release();
             throw e;
