@@ -61,6 +61,49 @@ public interface Communicator extends AutoCloseable {
     /** NCCL semantics: {@code recv} holds {@code size * sendCount} elements, block r from rank r. */
     void allGather(MemorySegment send, MemorySegment recv, long sendCount, DataType type);
 
+    /**
+     * Reduce-scatter with a block length per rank (MPI's reduce-scatter-v): {@code send} holds the
+     * blocks one after the other, block r of {@code counts[r]} elements (any may be 0); rank r
+     * receives the reduction of every rank's block r in the first {@code counts[r]} elements of
+     * {@code recv}. {@code recv} may be this rank's block of {@code send} (in place). Runs the
+     * fixed-block {@link #reduceScatter} on blocks padded to the longest one, so it has its
+     * algorithms, transports and reduction order; equal blocks cost nothing extra.
+     *
+     * @throws IllegalArgumentException when {@code counts} does not have one non-negative length
+     *                                  per rank or a buffer is too small for its blocks
+     */
+    default void reduceScatterV(MemorySegment send, MemorySegment recv, long[] counts, DataType type, ReduceOp op) {
+        VariableBlocks.reduceScatter(this, send, recv, counts, type, op);
+    }
+
+    /**
+     * All-gather with a block length per rank (MPI's all-gather-v): this rank's {@code counts[rank]}
+     * elements of {@code send} become block {@code rank} of every rank's {@code recv}, where the
+     * blocks lie one after the other, block r of {@code counts[r]} elements (any may be 0).
+     * {@code send} may be this rank's block of {@code recv} (in place). Runs the fixed-block
+     * {@link #allGather} on blocks padded to the longest one.
+     *
+     * @throws IllegalArgumentException as {@link #reduceScatterV(MemorySegment, MemorySegment, long[], DataType,
+     *                                  ReduceOp)}
+     */
+    default void allGatherV(MemorySegment send, MemorySegment recv, long[] counts, DataType type) {
+        VariableBlocks.allGather(this, send, recv, counts, type);
+    }
+
+    /**
+     * Reduce-scatter of opaque items with a user-defined reduction: as
+     * {@link #reduceScatterV(MemorySegment, MemorySegment, long[], DataType, ReduceOp)}, with blocks
+     * of {@code itemCounts[r]} items of {@code itemBytes} bytes each, reduced by {@code reducer}.
+     * Each block goes straight to its rank (one all-to-all), which folds the contributions in rank
+     * order, {@code ((rank 0 (+) rank 1) (+) rank 2) ...}: the same bits on every run. An exception of
+     * the reducer is thrown on the rank that ran it, after the exchange (the other ranks are not held
+     * up by it).
+     */
+    default void reduceScatterV(MemorySegment send, MemorySegment recv, long[] itemCounts, int itemBytes,
+            ItemReducer reducer) {
+        VariableBlocks.reduceScatter(this, send, recv, itemCounts, itemBytes, reducer);
+    }
+
     /** Copies root's {@code send} into every rank's {@code recv} ({@code send} is read only at root). */
     void broadcast(MemorySegment send, MemorySegment recv, long count, DataType type, int root);
 

@@ -167,7 +167,7 @@ class CollectiveContractTest {
                 block, type, op)));
     }
 
-    private static String checkBlock(MemorySegment s, long firstIndex, long count, int n, DataType type, ReduceOp op,
+    static String checkBlock(MemorySegment s, long firstIndex, long count, int n, DataType type, ReduceOp op,
             String what) {
         for (long j = 0; j < count; j++) {
             double want = Reference.expected(firstIndex + j, n, type, op);

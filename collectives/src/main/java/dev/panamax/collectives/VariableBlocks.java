@@ -1,0 +1,154 @@
+package dev.panamax.collectives;
+
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Objects;
+
+/**
+ * The collectives whose blocks differ in length from rank to rank (MPI's v-variants), on top of the
+ * fixed-block ones: each block is copied into a slot of the longest block's length, the fixed-block
+ * collective runs on the slots, and the results are copied out. Equal blocks skip the copies.
+ * Correct on every transport and algorithm the fixed-block call has, with its reduction order;
+ * the cost is the padding (the wire carries {@code size * longest} instead of the sum of the
+ * blocks) and one copy in and out, small when the blocks are nearly equal, as a partitioned vector's
+ * are.
+ */
+final class VariableBlocks {
+    private VariableBlocks() {
+    }
+
+    static void reduceScatter(Communicator c, MemorySegment send, MemorySegment recv, long[] counts, DataType type,
+            ReduceOp op) {
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(op, "op");
+        Layout l = Layout.of(c, "reduceScatterV", counts, type.byteSize());
+        l.checkBuffers(send, recv, l.total, counts[c.rank()]);
+        if (l.equal) {
+            c.reduceScatter(send, recv, l.longest, type, op);
+            return;
+        }
+        MemorySegment slots = c.allocate(l.slotBytes * c.size());
+        MemorySegment mine = c.allocate(l.slotBytes);
+        try {
+            l.scatterIntoSlots(send, slots);
+            c.reduceScatter(slots, mine, l.longest, type, op);
+            MemorySegment.copy(mine, 0, recv, 0, l.bytes(c.rank()));
+        } finally {
+            c.free(slots);
+            c.free(mine);
+        }
+    }
+
+    static void allGather(Communicator c, MemorySegment send, MemorySegment recv, long[] counts, DataType type) {
+        Objects.requireNonNull(type, "type");
+        Layout l = Layout.of(c, "allGatherV", counts, type.byteSize());
+        l.checkBuffers(send, recv, counts[c.rank()], l.total);
+        if (l.equal) {
+            c.allGather(send, recv, l.longest, type);
+            return;
+        }
+        MemorySegment mine = c.allocate(l.slotBytes);
+        MemorySegment slots = c.allocate(l.slotBytes * c.size());
+        try {
+            MemorySegment.copy(send, 0, mine, 0, l.bytes(c.rank()));
+            c.allGather(mine, slots, l.longest, type);
+            l.gatherFromSlots(slots, recv);
+        } finally {
+            c.free(mine);
+            c.free(slots);
+        }
+    }
+
+    static void reduceScatter(Communicator c, MemorySegment send, MemorySegment recv, long[] itemCounts,
+            int itemBytes, ItemReducer reducer) {
+        Objects.requireNonNull(reducer, "reducer");
+        if (itemBytes < 1) {
+            throw new IllegalArgumentException("reduceScatterV: itemBytes must be >= 1: " + itemBytes);
+        }
+        Layout l = Layout.of(c, "reduceScatterV", itemCounts, itemBytes);
+        long own = itemCounts[c.rank()];
+        l.checkBuffers(send, recv, l.total, own);
+        if (l.longest == 0) {
+            c.barrier(); // nothing to reduce; still a collective every rank takes part in
+            return;
+        }
+        // Every rank sends block q to rank q (an all-to-all of byte slots), then folds what it got
+        // in rank order: ((block of rank 0 (+) rank 1) (+) rank 2) ..., the same on every run.
+        MemorySegment out = c.allocate(l.slotBytes * c.size());
+        MemorySegment in = c.allocate(l.slotBytes * c.size());
+        try {
+            l.scatterIntoSlots(send, out);
+            c.allToAll(out, in, l.slotBytes, DataType.UINT8);
+            long ownBytes = l.bytes(c.rank());
+            MemorySegment acc = in.asSlice(0, ownBytes);
+            for (int q = 1; q < c.size(); q++) {
+                reducer.reduce(in.asSlice(q * l.slotBytes, ownBytes), acc, own);
+            }
+            MemorySegment.copy(acc, 0, recv, 0, ownBytes);
+        } finally {
+            c.free(out);
+            c.free(in);
+        }
+    }
+
+    /** Where each rank's block lies: packed one after the other, and in slots of the longest block's length. */
+    private record Layout(String call, long[] counts, long[] offsets, long total, long longest, boolean equal,
+            long unitBytes, long slotBytes) {
+        static Layout of(Communicator c, String call, long[] counts, long unitBytes) {
+            Objects.requireNonNull(counts, call + ": counts");
+            if (counts.length != c.size()) {
+                throw new IllegalArgumentException(call + ": " + counts.length + " counts for " + c.size()
+                        + " ranks (one block length per rank)");
+            }
+            long[] offsets = new long[counts.length];
+            long total = 0;
+            long longest = 0;
+            boolean equal = true;
+            for (int r = 0; r < counts.length; r++) {
+                if (counts[r] < 0) {
+                    throw new IllegalArgumentException(call + ": the block of rank " + r + " has a negative length: "
+                            + counts[r]);
+                }
+                offsets[r] = total;
+                total = Math.addExact(total, counts[r]);
+                longest = Math.max(longest, counts[r]);
+                equal &= counts[r] == counts[0];
+            }
+            return new Layout(call, counts.clone(), offsets, total, longest, equal, unitBytes,
+                    Math.multiplyExact(longest, unitBytes));
+        }
+
+        long bytes(int rank) {
+            return counts[rank] * unitBytes;
+        }
+
+        void checkBuffers(MemorySegment send, MemorySegment recv, long sendUnits, long recvUnits) {
+            Objects.requireNonNull(send, call + ": send");
+            Objects.requireNonNull(recv, call + ": recv");
+            if (send.byteSize() < sendUnits * unitBytes) {
+                throw new IllegalArgumentException(call + ": send holds " + send.byteSize() + " bytes, its blocks need "
+                        + sendUnits * unitBytes);
+            }
+            if (recv.byteSize() < recvUnits * unitBytes) {
+                throw new IllegalArgumentException(call + ": recv holds " + recv.byteSize() + " bytes, its blocks need "
+                        + recvUnits * unitBytes);
+            }
+        }
+
+        /** Block r of the packed {@code from} into slot r of {@code slots}. */
+        void scatterIntoSlots(MemorySegment from, MemorySegment slots) {
+            for (int r = 0; r < counts.length; r++) {
+                MemorySegment.copy(from, offsets[r] * unitBytes, slots, r * slotBytes, bytes(r));
+            }
+        }
+
+        /** Slot r of {@code slots} into block r of the packed {@code to}. */
+        void gatherFromSlots(MemorySegment slots, MemorySegment to) {
+            for (int r = 0; r < counts.length; r++) {
+                MemorySegment.copy(slots, r * slotBytes, to, offsets[r] * unitBytes, bytes(r));
+            }
+        }
+    }
+}

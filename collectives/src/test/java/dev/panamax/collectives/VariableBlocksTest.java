@@ -1,0 +1,225 @@
+package dev.panamax.collectives;
+
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
+import dev.panamax.testing.Reference;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The variable-block collectives (reduce-scatter-v, all-gather-v, reduce-scatter-v with a user
+ * reduction) on every transport of the contract suite and 1-8 ranks, element by element against
+ * {@link Reference}: block lengths equal, with zeros, primes, one long block, and random.
+ */
+class VariableBlocksTest {
+    static Stream<Arguments> grid() {
+        return CollectiveContractTest.grid();
+    }
+
+    /** Block-length patterns for n ranks, every rank computing the same ones. */
+    static List<long[]> patterns(int n) {
+        List<long[]> out = new ArrayList<>();
+        out.add(new long[n]);
+        long[] equal = new long[n];
+        Arrays.fill(equal, 13);
+        out.add(equal);
+        long[] ramp = new long[n];
+        for (int r = 0; r < n; r++) {
+            ramp[r] = r % 3 == 1 ? 0 : 2L * r + 1;
+        }
+        out.add(ramp);
+        long[] oneLong = new long[n];
+        oneLong[n - 1] = (1 << 16) + 3;
+        out.add(oneLong);
+        SplittableRandom random = new SplittableRandom(n);
+        long[] any = new long[n];
+        for (int r = 0; r < n; r++) {
+            any[r] = random.nextInt(0, 4000);
+        }
+        out.add(any);
+        return out;
+    }
+
+    @ParameterizedTest(name = "{0} x {1} ranks")
+    @MethodSource("grid")
+    void everyVariableBlockCollectiveMatchesTheReference(Ranks.Transport transport, int n) {
+        List<Communicator> comms = transport.open(n);
+        List<String> failures = Collections.synchronizedList(new ArrayList<>());
+        try {
+            RankThreads.run(comms, c -> {
+                try (Arena arena = Arena.ofConfined()) {
+                    for (long[] counts : patterns(n)) {
+                        for (DataType type : DataType.values()) {
+                            for (ReduceOp op : ReduceOp.values()) {
+                                if (type == DataType.FLOAT32 || op == ReduceOp.SUM) {
+                                    reduceScatterV(c, arena, counts, type, op, failures);
+                                }
+                            }
+                            allGatherV(c, arena, counts, type, failures);
+                        }
+                        itemReduceScatterV(c, arena, counts, failures);
+                    }
+                    c.barrier();
+                }
+            });
+        } finally {
+            RankThreads.closeAll(comms);
+        }
+        assertEquals(List.of(), failures.subList(0, Math.min(10, failures.size())));
+    }
+
+    private static long[] offsets(long[] counts) {
+        long[] off = new long[counts.length];
+        for (int r = 1; r < counts.length; r++) {
+            off[r] = off[r - 1] + counts[r - 1];
+        }
+        return off;
+    }
+
+    private static String what(Communicator c, String call, long[] counts, DataType type, ReduceOp op) {
+        return call + " rank " + c.rank() + "/" + c.size() + " counts " + Arrays.toString(counts) + " "
+                + type.canonicalName() + (op == null ? "" : " " + op);
+    }
+
+    static void reduceScatterV(Communicator c, Arena arena, long[] counts, DataType type, ReduceOp op,
+            List<String> failures) {
+        long e = type.byteSize();
+        long total = Arrays.stream(counts).sum();
+        long own = counts[c.rank()];
+        long first = offsets(counts)[c.rank()];
+        MemorySegment send = arena.allocate(Math.max(1, total * e), 64);
+        MemorySegment recv = arena.allocate(Math.max(1, own * e), 64);
+        // Element j of block b has global index offset(b) + j.
+        Reference.fill(send, 0, total, c.rank(), type, op);
+        c.reduceScatterV(send, recv, counts, type, op);
+        addIfWrong(failures, CollectiveContractTest.checkBlock(recv, first, own, c.size(), type, op,
+                what(c, "reduceScatterV", counts, type, op)), null);
+        Reference.fill(send, 0, total, c.rank(), type, op);
+        MemorySegment inPlace = send.asSlice(first * e, own * e);
+        c.reduceScatterV(send, inPlace, counts, type, op);
+        addIfWrong(failures, CollectiveContractTest.checkBlock(inPlace, first, own, c.size(), type, op,
+                what(c, "reduceScatterV in place", counts, type, op)), null);
+    }
+
+    static void allGatherV(Communicator c, Arena arena, long[] counts, DataType type, List<String> failures) {
+        long e = type.byteSize();
+        long total = Arrays.stream(counts).sum();
+        long[] off = offsets(counts);
+        MemorySegment send = arena.allocate(Math.max(1, counts[c.rank()] * e), 64);
+        MemorySegment recv = arena.allocate(Math.max(1, total * e), 64);
+        Reference.fill(send, 0, counts[c.rank()], c.rank(), type, ReduceOp.SUM);
+        c.allGatherV(send, recv, counts, type);
+        addIfWrong(failures, gathered(recv, counts, off, type), what(c, "allGatherV", counts, type, null));
+        recv.fill((byte) 0);
+        Reference.fill(recv, off[c.rank()] * e, counts[c.rank()], c.rank(), type, ReduceOp.SUM);
+        c.allGatherV(recv.asSlice(off[c.rank()] * e, counts[c.rank()] * e), recv, counts, type);
+        addIfWrong(failures, gathered(recv, counts, off, type), what(c, "allGatherV in place", counts, type, null));
+    }
+
+    private static String gathered(MemorySegment recv, long[] counts, long[] off, DataType type) {
+        for (int r = 0; r < counts.length; r++) {
+            for (long j = 0; j < counts[r]; j++) {
+                double want = type.getAsDouble(CollectiveContractTest.valueSegment(r, j, type), 0, 0);
+                double got = type.getAsDouble(recv, off[r] * type.byteSize(), j);
+                if (got != want) {
+                    return "block " + r + " element " + j + " is " + got + ", expected " + want;
+                }
+            }
+        }
+        return null;
+    }
+
+    private static void addIfWrong(List<String> failures, String wrong, String what) {
+        if (wrong != null) {
+            failures.add(what == null ? wrong : what + ": " + wrong);
+        }
+    }
+
+    /** Items of two longs; the reduction is not commutative, so the check also proves the rank order. */
+    static final int ITEM_BYTES = 16;
+
+    static final ItemReducer ORDERED = (in, inout, items) -> {
+        for (long i = 0; i < items; i++) {
+            long a = inout.get(ValueLayout.JAVA_LONG_UNALIGNED, i * ITEM_BYTES);
+            long b = in.get(ValueLayout.JAVA_LONG_UNALIGNED, i * ITEM_BYTES);
+            inout.set(ValueLayout.JAVA_LONG_UNALIGNED, i * ITEM_BYTES, a * 31 + b);
+            long ca = inout.get(ValueLayout.JAVA_LONG_UNALIGNED, i * ITEM_BYTES + 8);
+            long cb = in.get(ValueLayout.JAVA_LONG_UNALIGNED, i * ITEM_BYTES + 8);
+            inout.set(ValueLayout.JAVA_LONG_UNALIGNED, i * ITEM_BYTES + 8, ca + cb);
+        }
+    };
+
+    private static long item(int rank, long globalIndex) {
+        return rank * 1_000_003L + globalIndex * 7 + 1;
+    }
+
+    static void itemReduceScatterV(Communicator c, Arena arena, long[] counts, List<String> failures) {
+        long total = Arrays.stream(counts).sum();
+        long own = counts[c.rank()];
+        long first = offsets(counts)[c.rank()];
+        MemorySegment send = arena.allocate(Math.max(1, total * ITEM_BYTES), 64);
+        for (long i = 0; i < total; i++) {
+            send.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES, item(c.rank(), i));
+            send.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES + 8, 1);
+        }
+        MemorySegment recv = arena.allocate(Math.max(1, own * ITEM_BYTES), 64);
+        c.reduceScatterV(send, recv, counts, ITEM_BYTES, ORDERED);
+        for (long j = 0; j < own; j++) {
+            long want = item(0, first + j);
+            for (int r = 1; r < c.size(); r++) {
+                want = want * 31 + item(r, first + j);
+            }
+            long got = recv.get(ValueLayout.JAVA_LONG, j * ITEM_BYTES);
+            long contributions = recv.get(ValueLayout.JAVA_LONG, j * ITEM_BYTES + 8);
+            if (got != want || contributions != c.size()) {
+                failures.add(what(c, "reduceScatterV(ItemReducer)", counts, DataType.UINT8, null) + ": item " + j
+                        + " is (" + got + ", " + contributions + "), expected (" + want + ", " + c.size() + ")");
+                return;
+            }
+        }
+    }
+
+    @Test
+    void badBlockLengthsAndShortBuffersAreNamed() {
+        List<Communicator> comms = Panamax.local(2);
+        try {
+            RankThreads.run(comms, c -> {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment s = arena.allocate(64);
+                    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                            () -> c.reduceScatterV(s, s, new long[] {1, 2, 3}, DataType.FLOAT32, ReduceOp.SUM));
+                    assertTrue(e.getMessage().contains("3 counts for 2 ranks"), e.getMessage());
+                    e = assertThrows(IllegalArgumentException.class,
+                            () -> c.allGatherV(s, s, new long[] {1, -1}, DataType.FLOAT32));
+                    assertTrue(e.getMessage().contains("rank 1 has a negative length"), e.getMessage());
+                    e = assertThrows(IllegalArgumentException.class,
+                            () -> c.reduceScatterV(s, s, new long[] {10, 10}, DataType.FLOAT32, ReduceOp.SUM));
+                    assertTrue(e.getMessage().contains("send holds 64 bytes, its blocks need 80"), e.getMessage());
+                    e = assertThrows(IllegalArgumentException.class,
+                            () -> c.reduceScatterV(s, s, new long[] {1, 1}, 0, ORDERED));
+                    assertTrue(e.getMessage().contains("itemBytes must be >= 1"), e.getMessage());
+                    c.barrier();
+                }
+            });
+        } finally {
+            RankThreads.closeAll(comms);
+        }
+    }
+}
