@@ -6,24 +6,18 @@ import dev.panamax.memory.DataType;
 import java.lang.foreign.MemorySegment;
 
 /**
- * LightGBM's collectives over a Panamax {@link Communicator}, with what the communicator offers today: the
- * blocks of varying size are padded to the largest, moved with {@link Communicator#allGather}, and compacted
- * locally.
+ * LightGBM's collectives over a Panamax {@link Communicator}: its all-gather is
+ * {@link Communicator#allGatherV} of byte blocks, its reduce-scatter
+ * {@link Communicator#reduceScatterV(MemorySegment, MemorySegment, long[], int, dev.panamax.collectives.ItemReducer)}
+ * of {@code type_size}-byte items with LightGBM's reducer (which merges histogram entries), applied in
+ * rank order, so that every run gives the same bits.
  *
- * <ul>
- * <li>All-gather: each rank's block padded to the largest block, one all-gather, then each block copied from its
- *     padded slot to its offset.</li>
- * <li>Reduce-scatter: an all-gather of every rank's whole input, then this rank reduces its own block over the
- *     ranks in rank order (rank 0's block, then rank 1's reduced into it, ...) with LightGBM's reducer. Correct
- *     and deterministic, the same order on every run, but not bandwidth-optimal: every rank receives
- *     {@code size - 1} whole inputs instead of {@code size - 1} blocks of its own. Variable-block
- *     reduce-scatter and all-gather collectives on the communicator will replace both.</li>
- * </ul>
- *
- * <p>The staging buffers come from {@link Communicator#allocate} (zero-copy between same-host ranks) and grow as
- * needed; {@link #close} frees them and leaves the communicator open. After a failure {@link #abandon} aborts the
- * communicator, so that the peers' collectives fail at once instead of at their timeouts. One instance serves one
- * rank, called from one thread.
+ * <p>LightGBM lays the blocks out back to back from offset 0; when a layout is not packed, or the
+ * all-gather's input lies inside its output elsewhere than at its own block, the data is staged in
+ * buffers from {@link Communicator#allocate} (zero-copy between same-host ranks), which grow as needed;
+ * {@link #close} frees them and leaves the communicator open. After a failure {@link #abandon} aborts the
+ * communicator, so that the peers' collectives fail at once instead of at their timeouts. One instance
+ * serves one rank, called from one thread.
  */
 public final class CommunicatorNetwork implements LightGbmNetwork, AutoCloseable {
     private final Communicator communicator;
@@ -48,46 +42,81 @@ public final class CommunicatorNetwork implements LightGbmNetwork, AutoCloseable
 
     @Override
     public void allGather(MemorySegment input, int[] blockStart, int[] blockLen, MemorySegment output) {
-        int n = communicator.size();
         int me = communicator.rank();
-        long slot = 0;
-        for (int len : blockLen) {
-            slot = Math.max(slot, len);
-        }
-        if (slot == 0) {
+        long[] counts = lengths(blockLen, 1);
+        long total = packedTotal(blockStart, blockLen);
+        MemorySegment own = input.asSlice(0, blockLen[me]);
+        if (total >= 0) {
+            MemorySegment ownInOutput = output.asSlice(blockStart[me], blockLen[me]);
+            boolean inPlace = own.address() == ownInOutput.address();
+            if (!inPlace && own.asOverlappingSlice(output).isPresent()) {
+                ensureCapacity(blockLen[me], 0);
+                MemorySegment.copy(own, 0, send, 0, blockLen[me]);
+                own = send.asSlice(0, blockLen[me]);
+            }
+            communicator.allGatherV(inPlace ? ownInOutput : own, output, counts, DataType.UINT8);
             return;
         }
-        ensureCapacity(slot, slot * n);
-        // The input may lie inside the output: it is staged before anything is written there.
-        MemorySegment.copy(input, 0, send, 0, blockLen[me]);
-        communicator.allGather(send, recv, slot, DataType.UINT8);
-        for (int r = 0; r < n; r++) {
-            MemorySegment.copy(recv, r * slot, output, blockStart[r], blockLen[r]);
+        long sum = 0;
+        for (long c : counts) {
+            sum += c;
+        }
+        ensureCapacity(blockLen[me], sum);
+        MemorySegment.copy(own, 0, send, 0, blockLen[me]);
+        communicator.allGatherV(send.asSlice(0, blockLen[me]), recv, counts, DataType.UINT8);
+        long at = 0;
+        for (int r = 0; r < blockLen.length; r++) {
+            MemorySegment.copy(recv, at, output, blockStart[r], blockLen[r]);
+            at += blockLen[r];
         }
     }
 
     @Override
     public void reduceScatter(MemorySegment input, int typeSize, int[] blockStart, int[] blockLen,
-            MemorySegment output, ItemReducer reducer) {
-        int n = communicator.size();
-        int me = communicator.rank();
-        // Every rank's input has the same layout: the blocks, back to back.
-        long whole = 0;
-        for (int r = 0; r < n; r++) {
-            whole = Math.max(whole, (long) blockStart[r] + blockLen[r]);
+            MemorySegment output, LightGbmReducer reducer) {
+        long[] items = lengths(blockLen, typeSize);
+        long total = packedTotal(blockStart, blockLen);
+        MemorySegment packed = input;
+        if (total < 0) {
+            long sum = 0;
+            for (int len : blockLen) {
+                sum += len;
+            }
+            ensureCapacity(sum, 0);
+            long at = 0;
+            for (int r = 0; r < blockLen.length; r++) {
+                MemorySegment.copy(input, blockStart[r], send, at, blockLen[r]);
+                at += blockLen[r];
+            }
+            packed = send;
         }
-        if (whole == 0) {
-            return;
+        communicator.reduceScatterV(packed, output, items, typeSize,
+                (in, inout, count) -> reducer.reduce(in, inout, typeSize, Math.toIntExact(count * typeSize)));
+    }
+
+    /** The block lengths in units of {@code unitBytes} (LightGBM gives bytes). */
+    private static long[] lengths(int[] blockLen, int unitBytes) {
+        long[] out = new long[blockLen.length];
+        for (int r = 0; r < blockLen.length; r++) {
+            if (blockLen[r] < 0 || blockLen[r] % unitBytes != 0) {
+                throw new IllegalArgumentException("LightGBM block " + r + " has " + blockLen[r]
+                        + " bytes, not a multiple of its " + unitBytes + "-byte items");
+            }
+            out[r] = blockLen[r] / unitBytes;
         }
-        ensureCapacity(whole, whole * n);
-        MemorySegment.copy(input, 0, send, 0, whole);
-        communicator.allGather(send, recv, whole, DataType.UINT8);
-        int len = blockLen[me];
-        MemorySegment mine = output.asSlice(0, len);
-        MemorySegment.copy(recv, blockStart[me], mine, 0, len);
-        for (int r = 1; r < n; r++) {
-            reducer.reduce(recv.asSlice(r * whole + blockStart[me], len), mine, typeSize, len);
+        return out;
+    }
+
+    /** The bytes of all blocks when they lie back to back from offset 0 (LightGBM's layout), else -1. */
+    private static long packedTotal(int[] blockStart, int[] blockLen) {
+        long at = 0;
+        for (int r = 0; r < blockLen.length; r++) {
+            if (blockStart[r] != at) {
+                return -1;
+            }
+            at += blockLen[r];
         }
+        return at;
     }
 
     /** Aborts the communicator: the peers' collectives fail at once (see {@link Communicator#abort}). */
@@ -119,14 +148,14 @@ public final class CommunicatorNetwork implements LightGbmNetwork, AutoCloseable
     }
 
     private void ensureCapacity(long sendBytes, long recvBytes) {
-        if (send == null || send.byteSize() < sendBytes) {
+        if (sendBytes > 0 && (send == null || send.byteSize() < sendBytes)) {
             if (send != null) {
                 communicator.free(send);
                 send = null;
             }
             send = communicator.allocate(grown(sendBytes));
         }
-        if (recv == null || recv.byteSize() < recvBytes) {
+        if (recvBytes > 0 && (recv == null || recv.byteSize() < recvBytes)) {
             if (recv != null) {
                 communicator.free(recv);
                 recv = null;

@@ -26,7 +26,7 @@ public interface LightGbmNetwork {
      * does). {@code reducer} is valid only during the call. {@code input} may be changed.
      */
     void reduceScatter(MemorySegment input, int typeSize, int[] blockStart, int[] blockLen, MemorySegment output,
-            ItemReducer reducer);
+            LightGbmReducer reducer);
 
     /**
      * All-gather with blocks of varying size: this rank's {@code input} ({@code blockLen[rank]} bytes) lands at

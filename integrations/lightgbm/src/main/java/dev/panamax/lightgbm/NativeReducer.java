@@ -21,7 +21,7 @@ import java.lang.invoke.MethodHandle;
  * by value. The cell is LightGBM's (often a temporary made for the call), so a reducer is valid only during
  * the upcall that received it; {@link #close} marks that end.
  */
-final class NativeReducer implements ItemReducer, AutoCloseable {
+final class NativeReducer implements LightGbmReducer, AutoCloseable {
     /** {@code void (*)(const char* input, char* output, int type_size, comm_size_t array_size)}, target first. */
     private static final MethodHandle INVOKE = Linker.nativeLinker().downcallHandle(
             FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_INT, JAVA_INT));

@@ -145,7 +145,7 @@ class LightGbmDistributedTest {
 
         @Override
         public void reduceScatter(MemorySegment input, int typeSize, int[] blockStart, int[] blockLen,
-                MemorySegment output, ItemReducer reducer) {
+                MemorySegment output, LightGbmReducer reducer) {
             assertEquals(Double.BYTES, typeSize, "histogram entries are doubles");
             int len = Math.min(blockLen[0], blockLen[1]) / typeSize * typeSize;
             try (Arena arena = Arena.ofConfined()) {
@@ -240,7 +240,7 @@ class LightGbmDistributedTest {
 
         @Override
         public void reduceScatter(MemorySegment input, int typeSize, int[] blockStart, int[] blockLen,
-                MemorySegment output, ItemReducer reducer) {
+                MemorySegment output, LightGbmReducer reducer) {
             throw new IllegalStateException("injected");
         }
 

@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
  * {@code used_size += type_size} until it reaches it).
  */
 @FunctionalInterface
-public interface ItemReducer {
+public interface LightGbmReducer {
     /** Reduces the first {@code byteCount} bytes of {@code in} into those of {@code inout}. */
     void reduce(MemorySegment in, MemorySegment inout, int typeSize, int byteCount);
 }
