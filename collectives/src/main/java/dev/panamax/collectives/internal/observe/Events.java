@@ -47,8 +47,7 @@ public final class Events {
      * null when it succeeded.
      */
     public static void commit(CollectiveEvent event, long communicator, int rank, int size, String collective,
-            String algorithm,
-                              long count, DataType type, int peer, Throwable failure) {
+            String algorithm, long count, DataType type, int peer, Throwable failure) {
         if (event == null) {
             return;
         }
