@@ -72,9 +72,7 @@ public interface Communicator extends AutoCloseable {
      * @throws IllegalArgumentException when {@code counts} does not have one non-negative length
      *                                  per rank or a buffer is too small for its blocks
      */
-    default void reduceScatterV(MemorySegment send, MemorySegment recv, long[] counts, DataType type, ReduceOp op) {
-        VariableBlocks.reduceScatter(this, send, recv, counts, type, op);
-    }
+    void reduceScatterV(MemorySegment send, MemorySegment recv, long[] counts, DataType type, ReduceOp op);
 
     /**
      * All-gather with a block length per rank (MPI's all-gather-v): this rank's {@code counts[rank]}
@@ -86,9 +84,7 @@ public interface Communicator extends AutoCloseable {
      * @throws IllegalArgumentException as {@link #reduceScatterV(MemorySegment, MemorySegment, long[], DataType,
      *                                  ReduceOp)}
      */
-    default void allGatherV(MemorySegment send, MemorySegment recv, long[] counts, DataType type) {
-        VariableBlocks.allGather(this, send, recv, counts, type);
-    }
+    void allGatherV(MemorySegment send, MemorySegment recv, long[] counts, DataType type);
 
     /**
      * Reduce-scatter of opaque items with a user-defined reduction: as
@@ -99,10 +95,8 @@ public interface Communicator extends AutoCloseable {
      * the reducer is thrown on the rank that ran it, after the exchange (the other ranks are not held
      * up by it).
      */
-    default void reduceScatterV(MemorySegment send, MemorySegment recv, long[] itemCounts, int itemBytes,
-            ItemReducer reducer) {
-        VariableBlocks.reduceScatter(this, send, recv, itemCounts, itemBytes, reducer);
-    }
+    void reduceScatterV(MemorySegment send, MemorySegment recv, long[] itemCounts, int itemBytes,
+            ItemReducer reducer);
 
     /** Copies root's {@code send} into every rank's {@code recv} ({@code send} is read only at root). */
     void broadcast(MemorySegment send, MemorySegment recv, long count, DataType type, int root);

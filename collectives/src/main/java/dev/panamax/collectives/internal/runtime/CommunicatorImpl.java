@@ -3,6 +3,7 @@ package dev.panamax.collectives.internal.runtime;
 import dev.panamax.collectives.Collective;
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.ItemReducer;
 import dev.panamax.collectives.MismatchedCallException;
 import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.collectives.Topology;
@@ -44,6 +45,9 @@ public final class CommunicatorImpl implements Communicator {
     private final Runnable onClose;
     private final ProgressLoop loop;
     private final ScratchBuffers scratch;
+    /** The v-variants' slots, apart from the schedules' scratch; guarded by {@code variableBlocks}. */
+    private final ScratchBuffers variableScratch;
+    private final VariableBlocks variableBlocks;
     private final ScheduleExecutor executor;
     private final CommunicatorFamily family;
     private final CommunicatorImpl parent;
@@ -89,6 +93,8 @@ public final class CommunicatorImpl implements Communicator {
         this.loop = new ProgressLoop(rank, timeoutNanos, localRanks > Runtime.getRuntime().availableProcessors(),
                 links);
         this.scratch = new ScratchBuffers(allocator);
+        this.variableScratch = new ScratchBuffers(allocator);
+        this.variableBlocks = new VariableBlocks(this, variableScratch);
         this.id = CommunicatorMBean.nextId();
         this.executor = new ScheduleExecutor(links, loop, scratch, id, registrar);
         this.mbean = CommunicatorMBean.register(this, loop::inFlight, id, () -> closed);
@@ -193,6 +199,28 @@ public final class CommunicatorImpl implements Communicator {
         checks.allToAll(send, recv, count, type);
         Schedule s = plans.plan(Collective.ALL_TO_ALL, count, type, 0);
         runInIssueOrder(() -> runSchedule(s, send, recv, type, null));
+    }
+
+    @Override
+    public void reduceScatterV(MemorySegment send, MemorySegment recv, long[] counts, DataType type, ReduceOp op) {
+        synchronized (variableBlocks) {
+            variableBlocks.reduceScatter(send, recv, counts, type, op);
+        }
+    }
+
+    @Override
+    public void allGatherV(MemorySegment send, MemorySegment recv, long[] counts, DataType type) {
+        synchronized (variableBlocks) {
+            variableBlocks.allGather(send, recv, counts, type);
+        }
+    }
+
+    @Override
+    public void reduceScatterV(MemorySegment send, MemorySegment recv, long[] itemCounts, int itemBytes,
+            ItemReducer reducer) {
+        synchronized (variableBlocks) {
+            variableBlocks.reduceScatter(send, recv, itemCounts, itemBytes, reducer);
+        }
     }
 
     @Override
@@ -445,6 +473,9 @@ public final class CommunicatorImpl implements Communicator {
                 closeLinks(-1);
             } else {
                 scratch.release();
+                synchronized (variableBlocks) {
+                    variableScratch.release();
+                }
             }
             allocator.close();
         } finally {

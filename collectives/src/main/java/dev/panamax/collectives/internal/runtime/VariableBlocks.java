@@ -1,5 +1,7 @@
-package dev.panamax.collectives;
+package dev.panamax.collectives.internal.runtime;
 
+import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.ItemReducer;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -13,14 +15,23 @@ import java.util.Objects;
  * Correct on every transport and algorithm the fixed-block call has, with its reduction order;
  * the cost is the padding (the wire carries {@code size * longest} instead of the sum of the
  * blocks) and one copy in and out, small when the blocks are nearly equal, as a partitioned vector's
- * are.
+ * are. The slots are work buffers kept between calls (from the communicator's allocator, so shared
+ * memory a same-host peer reads in place): a trainer calls these thousands of times, and allocating
+ * shared memory per call cost far more than the collective. One call at a time: the owner serializes.
  */
 final class VariableBlocks {
-    private VariableBlocks() {
+    private static final int SEND_SLOTS = 0;
+    private static final int RECV_SLOTS = 1;
+
+    private final Communicator c;
+    private final ScratchBuffers scratch;
+
+    VariableBlocks(Communicator c, ScratchBuffers scratch) {
+        this.c = c;
+        this.scratch = scratch;
     }
 
-    static void reduceScatter(Communicator c, MemorySegment send, MemorySegment recv, long[] counts, DataType type,
-            ReduceOp op) {
+    void reduceScatter(MemorySegment send, MemorySegment recv, long[] counts, DataType type, ReduceOp op) {
         Objects.requireNonNull(type, "type");
         Objects.requireNonNull(op, "op");
         Layout l = Layout.of(c, "reduceScatterV", counts, type.byteSize());
@@ -29,19 +40,14 @@ final class VariableBlocks {
             c.reduceScatter(send, recv, l.longest, type, op);
             return;
         }
-        MemorySegment slots = c.allocate(l.slotBytes * c.size());
-        MemorySegment mine = c.allocate(l.slotBytes);
-        try {
-            l.scatterIntoSlots(send, slots);
-            c.reduceScatter(slots, mine, l.longest, type, op);
-            MemorySegment.copy(mine, 0, recv, 0, l.bytes(c.rank()));
-        } finally {
-            c.free(slots);
-            c.free(mine);
-        }
+        MemorySegment slots = scratch.get(SEND_SLOTS, l.slotBytes * c.size());
+        MemorySegment mine = scratch.get(RECV_SLOTS, l.slotBytes);
+        l.scatterIntoSlots(send, slots);
+        c.reduceScatter(slots, mine, l.longest, type, op);
+        MemorySegment.copy(mine, 0, recv, 0, l.bytes(c.rank()));
     }
 
-    static void allGather(Communicator c, MemorySegment send, MemorySegment recv, long[] counts, DataType type) {
+    void allGather(MemorySegment send, MemorySegment recv, long[] counts, DataType type) {
         Objects.requireNonNull(type, "type");
         Layout l = Layout.of(c, "allGatherV", counts, type.byteSize());
         l.checkBuffers(send, recv, counts[c.rank()], l.total);
@@ -49,20 +55,15 @@ final class VariableBlocks {
             c.allGather(send, recv, l.longest, type);
             return;
         }
-        MemorySegment mine = c.allocate(l.slotBytes);
-        MemorySegment slots = c.allocate(l.slotBytes * c.size());
-        try {
-            MemorySegment.copy(send, 0, mine, 0, l.bytes(c.rank()));
-            c.allGather(mine, slots, l.longest, type);
-            l.gatherFromSlots(slots, recv);
-        } finally {
-            c.free(mine);
-            c.free(slots);
-        }
+        MemorySegment mine = scratch.get(SEND_SLOTS, l.slotBytes);
+        MemorySegment slots = scratch.get(RECV_SLOTS, l.slotBytes * c.size());
+        MemorySegment.copy(send, 0, mine, 0, l.bytes(c.rank()));
+        c.allGather(mine, slots, l.longest, type);
+        l.gatherFromSlots(slots, recv);
     }
 
-    static void reduceScatter(Communicator c, MemorySegment send, MemorySegment recv, long[] itemCounts,
-            int itemBytes, ItemReducer reducer) {
+    void reduceScatter(MemorySegment send, MemorySegment recv, long[] itemCounts, int itemBytes,
+            ItemReducer reducer) {
         Objects.requireNonNull(reducer, "reducer");
         if (itemBytes < 1) {
             throw new IllegalArgumentException("reduceScatterV: itemBytes must be >= 1: " + itemBytes);
@@ -76,21 +77,16 @@ final class VariableBlocks {
         }
         // Every rank sends block q to rank q (an all-to-all of byte slots), then folds what it got
         // in rank order: ((block of rank 0 (+) rank 1) (+) rank 2) ..., the same on every run.
-        MemorySegment out = c.allocate(l.slotBytes * c.size());
-        MemorySegment in = c.allocate(l.slotBytes * c.size());
-        try {
-            l.scatterIntoSlots(send, out);
-            c.allToAll(out, in, l.slotBytes, DataType.UINT8);
-            long ownBytes = l.bytes(c.rank());
-            MemorySegment acc = in.asSlice(0, ownBytes);
-            for (int q = 1; q < c.size(); q++) {
-                reducer.reduce(in.asSlice(q * l.slotBytes, ownBytes), acc, own);
-            }
-            MemorySegment.copy(acc, 0, recv, 0, ownBytes);
-        } finally {
-            c.free(out);
-            c.free(in);
+        MemorySegment out = scratch.get(SEND_SLOTS, l.slotBytes * c.size());
+        MemorySegment in = scratch.get(RECV_SLOTS, l.slotBytes * c.size());
+        l.scatterIntoSlots(send, out);
+        c.allToAll(out, in, l.slotBytes, DataType.UINT8);
+        long ownBytes = l.bytes(c.rank());
+        MemorySegment acc = in.asSlice(0, ownBytes);
+        for (int q = 1; q < c.size(); q++) {
+            reducer.reduce(in.asSlice(q * l.slotBytes, ownBytes), acc, own);
         }
+        MemorySegment.copy(acc, 0, recv, 0, ownBytes);
     }
 
     /** Where each rank's block lies: packed one after the other, and in slots of the longest block's length. */
