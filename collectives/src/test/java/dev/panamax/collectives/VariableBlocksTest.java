@@ -8,10 +8,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -171,6 +176,11 @@ class VariableBlocksTest {
     }
 
     static void itemReduceScatterV(Communicator c, Arena arena, long[] counts, List<String> failures) {
+        itemReduceScatterV(c, arena, counts, ORDERED, failures);
+    }
+
+    static void itemReduceScatterV(Communicator c, Arena arena, long[] counts, ItemReducer reducer,
+            List<String> failures) {
         long total = Arrays.stream(counts).sum();
         long own = counts[c.rank()];
         long first = offsets(counts)[c.rank()];
@@ -180,7 +190,7 @@ class VariableBlocksTest {
             send.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES + 8, 1);
         }
         MemorySegment recv = arena.allocate(Math.max(1, own * ITEM_BYTES), 64);
-        c.reduceScatterV(send, recv, counts, ITEM_BYTES, ORDERED);
+        c.reduceScatterV(send, recv, counts, ITEM_BYTES, reducer);
         for (long j = 0; j < own; j++) {
             long want = item(0, first + j);
             for (int r = 1; r < c.size(); r++) {
@@ -193,6 +203,50 @@ class VariableBlocksTest {
                         + " is (" + got + ", " + contributions + "), expected (" + want + ", " + c.size() + ")");
                 return;
             }
+        }
+    }
+
+    /** ORDERED as the C function {@code void f(const void*, void*, int32_t itemBytes, int64_t itemCount)}. */
+    static void orderedUpcall(MemorySegment in, MemorySegment inout, int itemBytes, long itemCount) {
+        if (itemBytes != ITEM_BYTES) {
+            return; // leaves inout as it is: the check of the result fails
+        }
+        long bytes = itemCount * itemBytes;
+        ORDERED.reduce(in.reinterpret(bytes), inout.reinterpret(bytes), itemCount);
+    }
+
+    @ParameterizedTest(name = "{0} ranks")
+    @ValueSource(ints = {1, 3, 4})
+    void aNativeFunctionReducesLikeTheJavaOne(int n) throws ReflectiveOperationException {
+        FunctionDescriptor signature = FunctionDescriptor.ofVoid(ValueLayout.ADDRESS, ValueLayout.ADDRESS,
+                ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG);
+        MethodHandle target = MethodHandles.lookup().findStatic(VariableBlocksTest.class, "orderedUpcall",
+                signature.toMethodType());
+        List<Communicator> comms = Ranks.Transport.SHM.open(n);
+        List<String> failures = Collections.synchronizedList(new ArrayList<>());
+        try (Arena stubs = Arena.ofShared()) {
+            // A C function pointer (an upcall stub here; a C library's symbol in real use).
+            MemorySegment function = Linker.nativeLinker().upcallStub(target, signature, stubs);
+            ItemReducer reducer = ItemReducer.ofNative(function, ITEM_BYTES);
+            RankThreads.run(comms, c -> {
+                try (Arena arena = Arena.ofConfined()) {
+                    for (long[] counts : patterns(n)) {
+                        itemReduceScatterV(c, arena, counts, reducer, failures);
+                    }
+                }
+            });
+        } finally {
+            RankThreads.closeAll(comms);
+        }
+        assertEquals(List.of(), failures.subList(0, Math.min(10, failures.size())));
+        assertThrows(IllegalArgumentException.class, () -> ItemReducer.ofNative(MemorySegment.NULL, 8));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment some = arena.allocate(8);
+            assertThrows(IllegalArgumentException.class, () -> ItemReducer.ofNative(some, 0));
+            ItemReducer onHeap = ItemReducer.ofNative(some, 8);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> onHeap.reduce(MemorySegment.ofArray(new long[1]), some, 1));
+            assertTrue(e.getMessage().contains("needs native memory"), e.getMessage());
         }
     }
 
