@@ -1,0 +1,268 @@
+package dev.panamax.lightgbm;
+
+import dev.panamax.collectives.Communicator;
+import dev.panamax.memory.DataType;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.ServerSocket;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * Data-parallel LightGBM training in one call: every rank of a {@link Communicator} passes its own rows, all
+ * ranks get the same model.
+ *
+ * <pre>{@code
+ * try (Communicator comm = Panamax.fromEnvironment()) {
+ *     var data = new PanamaxLightGbm.LocalData(features, rows, columns, labels);   // this rank's rows
+ *     String model = PanamaxLightGbm.train(comm, "objective=binary num_leaves=31", data, 100);
+ * }
+ * }</pre>
+ *
+ * <p>Before LightGBM starts, the ranks check that they agree (the same number of feature columns and the same
+ * parameters, at least one row each) and every rank throws the same {@link IllegalArgumentException} naming the
+ * ranks that differ: LightGBM itself would fail on one rank or train on misaligned histograms. The distributed
+ * parameters are added where the caller did not give them: {@code tree_learner=data}, {@code pre_partition=true}
+ * (each rank's rows are its own) and {@code num_machines} (which must match the communicator). A failure on one
+ * rank during training aborts the communicator, so that the others throw at once, naming it, instead of waiting
+ * for their timeouts; the communicator is then unusable (see {@link Communicator#abort}).
+ *
+ * <p>LightGBM keeps its network per thread: the calling thread is the rank's for the whole call.
+ */
+public final class PanamaxLightGbm {
+    private PanamaxLightGbm() {
+    }
+
+    /** Which network LightGBM's collectives run on. */
+    public enum Network {
+        /** Panamax's collectives over the communicator's transports ({@link CommunicatorNetwork}). */
+        PANAMAX,
+        /**
+         * LightGBM's own TCP network ({@code LGBM_NetworkInit}) on 127.0.0.1, all ranks on this host, each
+         * listening on a free port that the communicator tells the others: for comparisons only.
+         */
+        LIGHTGBM_SOCKETS
+    }
+
+    /**
+     * One rank's training rows: {@code features} is a dense row-major {@code rows x columns} matrix, one label a
+     * row (0 or 1 for a binary objective). The arrays are not copied; LightGBM copies them into its data set.
+     */
+    public record LocalData(double[] features, int rows, int columns, float[] labels) {
+        public LocalData {
+            Objects.requireNonNull(features, "features");
+            Objects.requireNonNull(labels, "labels");
+            if (rows < 0 || columns < 1) {
+                throw new IllegalArgumentException("a " + rows + " x " + columns + " matrix: rows must be >= 0, "
+                        + "columns >= 1");
+            }
+            if ((long) rows * columns != features.length) {
+                throw new IllegalArgumentException(features.length + " feature values are not " + rows + " rows x "
+                        + columns + " columns");
+            }
+            if (labels.length != rows) {
+                throw new IllegalArgumentException(labels.length + " labels for " + rows + " rows");
+            }
+        }
+    }
+
+    /** Called on the training thread after each boosting iteration. */
+    @FunctionalInterface
+    public interface IterationListener {
+        /**
+         * @param iteration    1 for the first
+         * @param elapsedNanos how long the iteration took on this rank
+         * @param booster      the model so far (valid only during the call): to evaluate, not to close
+         */
+        void afterIteration(int iteration, long elapsedNanos, Booster booster);
+    }
+
+    /**
+     * Trains {@code iterations} boosting rounds (fewer when LightGBM finds no split with a positive gain) over
+     * Panamax and returns the model in LightGBM's text format, the same on every rank.
+     *
+     * @param params LightGBM parameters, {@code key=value} separated by spaces
+     */
+    public static String train(Communicator comm, String params, LocalData data, int iterations) {
+        return train(comm, params, data, iterations, (i, nanos, booster) -> { }, Network.PANAMAX);
+    }
+
+    /** As {@link #train(Communicator, String, LocalData, int)}, calling {@code listener} after each iteration. */
+    public static String train(Communicator comm, String params, LocalData data, int iterations,
+            IterationListener listener) {
+        return train(comm, params, data, iterations, listener, Network.PANAMAX);
+    }
+
+    /**
+     * As {@link #train(Communicator, String, LocalData, int, IterationListener)}, with LightGBM's collectives on
+     * {@code network}. With {@link Network#LIGHTGBM_SOCKETS} the communicator only agrees on ports and checks the
+     * inputs.
+     */
+    public static String train(Communicator comm, String params, LocalData data, int iterations,
+            IterationListener listener, Network network) {
+        Objects.requireNonNull(comm, "comm");
+        Objects.requireNonNull(params, "params");
+        Objects.requireNonNull(data, "data");
+        Objects.requireNonNull(listener, "listener");
+        Objects.requireNonNull(network, "network");
+        if (iterations < 0) {
+            throw new IllegalArgumentException("iterations must be >= 0: " + iterations);
+        }
+        String full = distributedParameters(params, comm.size());
+        checkRanksAgree(comm, data, full);
+        if (comm.size() == 1) {
+            return trainHere(data, full, iterations, listener);
+        }
+        try (CommunicatorNetwork panamax = new CommunicatorNetwork(comm)) {
+            NetworkSession session;
+            if (network == Network.PANAMAX) {
+                session = NetworkSession.external(panamax);
+            } else {
+                Machines m = socketMachines(comm);
+                session = NetworkSession.sockets(m.list(), m.localPort(), 1, comm.size());
+            }
+            try (session) {
+                return trainHere(data, full, iterations, listener);
+            } catch (RuntimeException | Error e) {
+                // The peers are inside LightGBM's collectives: end their wait now, naming this rank.
+                panamax.abandon(e);
+                throw e;
+            }
+        }
+    }
+
+    private static String trainHere(LocalData data, String params, int iterations, IterationListener listener) {
+        try (Dataset train = Dataset.fromMatrix(data.features(), data.rows(), data.columns(), params)) {
+            train.setLabels(data.labels());
+            try (Booster booster = Booster.create(train, params)) {
+                for (int i = 1; i <= iterations; i++) {
+                    long start = System.nanoTime();
+                    boolean finished = booster.updateOneIteration();
+                    listener.afterIteration(i, System.nanoTime() - start, booster);
+                    if (finished) {
+                        break;
+                    }
+                }
+                return booster.modelString();
+            }
+        }
+    }
+
+    /** {@code params} with the distributed settings added where missing; checks a given {@code num_machines}. */
+    static String distributedParameters(String params, int ranks) {
+        Map<String, String> given = new LinkedHashMap<>();
+        for (String token : params.trim().split("\\s+")) {
+            if (token.isEmpty()) {
+                continue;
+            }
+            int eq = token.indexOf('=');
+            if (eq <= 0) {
+                throw new IllegalArgumentException("LightGBM parameter \"" + token + "\" is not key=value");
+            }
+            given.put(token.substring(0, eq).trim(), token.substring(eq + 1).trim());
+        }
+        for (String key : new String[] {"num_machines", "num_machine"}) {
+            String v = given.get(key);
+            if (v != null && !v.equals(Integer.toString(ranks))) {
+                throw new IllegalArgumentException(key + "=" + v + " but the communicator has " + ranks + " ranks");
+            }
+        }
+        if (ranks == 1) {
+            return params.trim();
+        }
+        StringBuilder out = new StringBuilder(params.trim());
+        if (!hasAny(given, "tree_learner", "tree", "tree_type", "tree_learner_type")) {
+            out.append(" tree_learner=data");
+        }
+        if (!hasAny(given, "pre_partition", "is_pre_partition")) {
+            out.append(" pre_partition=true");
+        }
+        if (!hasAny(given, "num_machines", "num_machine")) {
+            out.append(" num_machines=").append(ranks);
+        }
+        return out.toString().trim();
+    }
+
+    private static boolean hasAny(Map<String, String> given, String... keys) {
+        for (String k : keys) {
+            if (given.containsKey(k)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Every rank's column count, row count and parameter hash, gathered; throws on every rank alike when they
+     * do not fit together.
+     */
+    private static void checkRanksAgree(Communicator comm, LocalData data, String params) {
+        int n = comm.size();
+        long[] all = new long[3 * n];
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment mine = arena.allocateFrom(ValueLayout.JAVA_LONG, data.columns(), data.rows(),
+                    params.hashCode());
+            MemorySegment every = arena.allocate(ValueLayout.JAVA_LONG, 3L * n);
+            comm.allGather(mine, every, 3, DataType.INT64);
+            MemorySegment.copy(every, ValueLayout.JAVA_LONG, 0, all, 0, all.length);
+        }
+        StringBuilder columns = new StringBuilder();
+        StringBuilder empty = new StringBuilder();
+        StringBuilder paramsDiffer = new StringBuilder();
+        for (int r = 0; r < n; r++) {
+            columns.append(r == 0 ? "" : ", ").append("rank ").append(r).append(": ").append(all[3 * r]);
+            if (all[3 * r] != all[0]) {
+                columns.append(" (differs)");
+            }
+            if (all[3 * r + 1] == 0) {
+                empty.append(empty.isEmpty() ? "" : ", ").append(r);
+            }
+            if (all[3 * r + 2] != all[2]) {
+                paramsDiffer.append(paramsDiffer.isEmpty() ? "" : ", ").append(r);
+            }
+        }
+        if (columns.toString().contains("(differs)")) {
+            throw new IllegalArgumentException("LightGBM training: the ranks have different numbers of feature "
+                    + "columns (" + columns + "); every rank needs the same columns");
+        }
+        if (!paramsDiffer.isEmpty()) {
+            throw new IllegalArgumentException("LightGBM training: the parameters of rank(s) " + paramsDiffer
+                    + " differ from rank 0's; every rank must pass the same parameters");
+        }
+        if (!empty.isEmpty()) {
+            throw new IllegalArgumentException("LightGBM training: rank(s) " + empty + " have no rows; LightGBM "
+                    + "needs at least one row on every rank");
+        }
+    }
+
+    /** LightGBM's machine list ({@code ip:port,...}) and this rank's port in it. */
+    private record Machines(String list, int localPort) {
+    }
+
+    /** Each rank's free port, agreed through the communicator, as LightGBM's machine list. */
+    private static Machines socketMachines(Communicator comm) {
+        int port;
+        try (ServerSocket probe = new ServerSocket(0)) {
+            port = probe.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException("no free port for LightGBM's network", e);
+        }
+        int n = comm.size();
+        StringBuilder machines = new StringBuilder();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment mine = arena.allocateFrom(ValueLayout.JAVA_INT, port);
+            MemorySegment every = arena.allocate(ValueLayout.JAVA_INT, n);
+            comm.allGather(mine, every, 1, DataType.INT32);
+            for (int r = 0; r < n; r++) {
+                machines.append(r == 0 ? "" : ",").append("127.0.0.1:").append(every.getAtIndex(ValueLayout.JAVA_INT,
+                        r));
+            }
+        }
+        return new Machines(machines.toString(), port);
+    }
+}
