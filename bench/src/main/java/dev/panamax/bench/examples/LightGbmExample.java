@@ -2,10 +2,7 @@ package dev.panamax.bench.examples;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;
-import dev.panamax.lightgbm.Booster;
-import dev.panamax.lightgbm.CommunicatorNetwork;
-import dev.panamax.lightgbm.Dataset;
-import dev.panamax.lightgbm.NetworkSession;
+import dev.panamax.lightgbm.PanamaxLightGbm;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -23,7 +20,9 @@ import java.util.SplittableRandom;
  * same model.
  *
  * <p>Options: {@code --rows N} (default 200000), {@code --features F} (20), {@code --iterations K} (20),
- * {@code --leaves L} (31), {@code --seed S} (1).
+ * {@code --leaves L} (31), {@code --seed S} (1), {@code --warmup W} (5: the iterations left out of the second
+ * mean; the first ones also warm the JIT up), {@code --network panamax|sockets} (panamax; sockets runs
+ * LightGBM's own TCP network on 127.0.0.1 instead, for comparison).
  */
 public final class LightGbmExample {
     private LightGbmExample() {
@@ -35,6 +34,8 @@ public final class LightGbmExample {
         int iterations = 20;
         int leaves = 31;
         long seed = 1;
+        int warmup = 5;
+        PanamaxLightGbm.Network network = PanamaxLightGbm.Network.PANAMAX;
         for (int i = 0; i < args.length; i += 2) {
             if (i + 1 >= args.length) {
                 throw new IllegalArgumentException("option " + args[i] + " needs a value");
@@ -45,54 +46,68 @@ public final class LightGbmExample {
                 case "--iterations" -> iterations = Integer.parseInt(args[i + 1]);
                 case "--leaves" -> leaves = Integer.parseInt(args[i + 1]);
                 case "--seed" -> seed = Long.parseLong(args[i + 1]);
+                case "--warmup" -> warmup = Integer.parseInt(args[i + 1]);
+                case "--network" -> network = switch (args[i + 1]) {
+                    case "panamax" -> PanamaxLightGbm.Network.PANAMAX;
+                    case "sockets" -> PanamaxLightGbm.Network.LIGHTGBM_SOCKETS;
+                    default -> throw new IllegalArgumentException("--network panamax or sockets: " + args[i + 1]);
+                };
                 default -> throw new IllegalArgumentException("unknown option " + args[i]
-                        + " (--rows, --features, --iterations, --leaves, --seed)");
+                        + " (--rows, --features, --iterations, --leaves, --seed, --warmup, --network)");
             }
         }
         try (Communicator comm = Panamax.fromEnvironment()) {
-            run(comm, rows, features, iterations, leaves, seed);
+            run(comm, rows, features, iterations, leaves, seed, warmup, network);
         }
     }
 
-    /** What a rank ends with: the training log-loss over all rows and whether every rank has the same model. */
-    record Result(double logLoss, boolean sameModel, double meanIterationMillis) {
+    /**
+     * What a rank ends with: the training log-loss over all rows, whether every rank has the same model, and the
+     * mean time of an iteration over all of them and over those after the first {@code warmup}.
+     */
+    record Result(double logLoss, boolean sameModel, double meanIterationMillis, double meanAfterWarmupMillis) {
     }
 
-    static Result run(Communicator comm, int rows, int features, int iterations, int leaves, long seed) {
+    static Result run(Communicator comm, int rows, int features, int iterations, int leaves, long seed,
+            int warmup, PanamaxLightGbm.Network network) {
         int n = comm.size();
         int from = (int) ((long) rows * comm.rank() / n);
         int to = (int) ((long) rows * (comm.rank() + 1) / n);
         double[] x = new double[(to - from) * features];
         float[] y = new float[to - from];
         generate(seed, features, from, to, x, y);
-        // One machine: LightGBM's serial learner (num_machines 1 would turn tree_learner=data into it anyway).
         String params = "objective=binary metric=binary_logloss num_leaves=" + leaves + " num_threads=1"
-                + " deterministic=true force_row_wise=true verbose=-1 seed=7"
-                + (n > 1 ? " tree_learner=data pre_partition=true num_machines=" + n : "");
-        try (CommunicatorNetwork network = new CommunicatorNetwork(comm);
-             NetworkSession session = n > 1 ? NetworkSession.external(network) : null;
-             Dataset train = Dataset.fromMatrix(x, to - from, features, params)) {
-            train.setLabels(y);
-            try (Booster booster = Booster.create(train, params)) {
-                report(comm, "# LightGBM over Panamax: %d ranks, %d rows x %d features, %d leaves%n", n, rows,
-                        features, leaves);
-                double total = 0;
-                for (int i = 0; i < iterations; i++) {
-                    long t0 = System.nanoTime();
-                    booster.updateOneIteration();
-                    double ms = (System.nanoTime() - t0) / 1e6;
-                    total += ms;
-                    report(comm, "iteration %3d  %8.2f ms%n", i + 1, ms);
-                }
-                double localLoss = booster.eval(0)[0];
-                double loss = sumOverRanks(comm, localLoss * (to - from)) / rows;
-                long hash = booster.modelString().hashCode();
-                boolean same = overRanks(comm, hash, ReduceOp.MAX) == overRanks(comm, hash, ReduceOp.MIN);
-                report(comm, "mean iteration %.2f ms; training log-loss %.6f; same model on every rank: %s%n",
-                        total / iterations, loss, same);
-                return new Result(loss, same, total / iterations);
-            }
+                + " deterministic=true force_row_wise=true verbose=-1 seed=7";
+        report(comm, "# LightGBM over %s: %d ranks, %d rows x %d features, %d leaves%n",
+                network == PanamaxLightGbm.Network.PANAMAX ? "Panamax" : "LightGBM's sockets", n, rows, features,
+                leaves);
+        double[] millis = new double[iterations];
+        double[] localLoss = {Double.NaN};
+        String model = PanamaxLightGbm.train(comm, params, new PanamaxLightGbm.LocalData(x, to - from, features, y),
+                iterations, (i, nanos, booster) -> {
+                    millis[i - 1] = nanos / 1e6;
+                    report(comm, "iteration %3d  %8.2f ms%n", i, nanos / 1e6);
+                    if (i == iterations) {
+                        localLoss[0] = booster.eval(0)[0];
+                    }
+                }, network);
+        double loss = sumOverRanks(comm, localLoss[0] * (to - from)) / rows;
+        long hash = model.hashCode();
+        boolean same = overRanks(comm, hash, ReduceOp.MAX) == overRanks(comm, hash, ReduceOp.MIN);
+        int skipped = Math.min(warmup, iterations - 1);
+        double all = mean(millis, 0);
+        double after = mean(millis, skipped);
+        report(comm, "mean iteration %.2f ms, %.2f ms after the first %d; training log-loss %.6f;"
+                + " same model on every rank: %s%n", all, after, skipped, loss, same);
+        return new Result(loss, same, all, after);
+    }
+
+    private static double mean(double[] values, int from) {
+        double sum = 0;
+        for (int i = from; i < values.length; i++) {
+            sum += values[i];
         }
+        return values.length > from ? sum / (values.length - from) : Double.NaN;
     }
 
     /** Rows [from, to) of the data set: a noisy threshold of a fixed linear score (weights from the seed). */

@@ -2,6 +2,7 @@ package dev.panamax.bench.examples;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;
+import dev.panamax.lightgbm.PanamaxLightGbm;
 import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.api.Test;
 
@@ -21,7 +22,8 @@ class LightGbmExampleTest {
     static List<LightGbmExample.Result> run(int ranks) {
         List<Communicator> comms = Panamax.local(ranks, TIMEOUT.toNanos());
         try {
-            return RankThreads.onEach(comms, comm -> LightGbmExample.run(comm, 6000, 10, 8, 15, 3));
+            return RankThreads.onEach(comms, comm ->
+                    LightGbmExample.run(comm, 6000, 10, 8, 15, 3, 2, PanamaxLightGbm.Network.PANAMAX));
         } finally {
             RankThreads.closeAll(comms);
         }
