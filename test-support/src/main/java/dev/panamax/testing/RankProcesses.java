@@ -1,12 +1,16 @@
 package dev.panamax.testing;
 
+import java.io.BufferedReader;
 import java.io.File;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 
@@ -77,6 +81,47 @@ public final class RankProcesses {
                 p.destroyForcibly();
             }
         }
+    }
+
+    /** A started process whose output lines are collected as they come (standard error merged by the builder). */
+    public record Running(Process process, List<String> lines) {
+        /** The first line so far that starts with {@code prefix}, or null. */
+        public String line(String prefix) {
+            return lines.stream().filter(l -> l.startsWith(prefix)).findFirst().orElse(null);
+        }
+
+        /** Waits up to {@code timeout} for a line that starts with {@code prefix}; true when one came. */
+        public boolean awaitLine(String prefix, Duration timeout) throws InterruptedException {
+            long deadline = System.nanoTime() + timeout.toNanos();
+            while (line(prefix) == null && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            return line(prefix) != null;
+        }
+
+        /** Waits up to {@code timeout} for the process to exit (asserting that it does) and returns its status. */
+        public int awaitExit(Duration timeout) throws InterruptedException {
+            assertTrue(process.waitFor(timeout.toNanos(), TimeUnit.NANOSECONDS), "did not exit: " + lines);
+            Thread.sleep(100); // the reader takes the last lines
+            return process.exitValue();
+        }
+    }
+
+    /** Starts {@code pb} and a daemon thread that collects its output lines. */
+    public static Running start(ProcessBuilder pb) throws IOException {
+        Process p = pb.start();
+        List<String> lines = new CopyOnWriteArrayList<>();
+        Thread.ofPlatform().daemon().name("output of pid " + p.pid()).start(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(),
+                    StandardCharsets.UTF_8))) {
+                for (String l = in.readLine(); l != null; l = in.readLine()) {
+                    lines.add(l);
+                }
+            } catch (IOException ignored) {
+                // the process ended
+            }
+        });
+        return new Running(p, lines);
     }
 
     private static String read(File f) {
