@@ -22,6 +22,7 @@ import dev.panamax.collectives.Panamax;
 import dev.panamax.djl.DataParallelTraining;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.ml.SyncPolicy;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -38,7 +39,8 @@ import java.util.SplittableRandom;
  *
  * <p>Options: {@code --steps N} (default 200), {@code --batch B} (global batch, 128; a multiple of the rank
  * count), {@code --hidden H} (256), {@code --warmup W} (10: steps left out of the timing), {@code --seed S} (1),
- * {@code --every K} (20: print the loss every K steps).
+ * {@code --every K} (20: print the loss every K steps), {@code --policy wfbp|mg-wfbp|asc-wfbp} (the gradient
+ * synchronizer's, asc-wfbp).
  */
 public final class DjlExample {
     static final int PIXELS = 784;
@@ -55,7 +57,7 @@ public final class DjlExample {
     }
 
     /** The example's settings. */
-    record Options(int steps, int batch, int hidden, int warmup, long seed, int every) {
+    record Options(int steps, int batch, int hidden, int warmup, long seed, int every, SyncPolicy policy) {
         static Options parse(String[] args) {
             int steps = 200;
             int batch = 128;
@@ -63,6 +65,7 @@ public final class DjlExample {
             int warmup = 10;
             long seed = 1;
             int every = 20;
+            SyncPolicy policy = SyncPolicy.ASC_WFBP;
             for (int i = 0; i < args.length; i += 2) {
                 if (i + 1 >= args.length) {
                     throw new IllegalArgumentException("option " + args[i] + " needs a value");
@@ -74,11 +77,13 @@ public final class DjlExample {
                     case "--warmup" -> warmup = Integer.parseInt(args[i + 1]);
                     case "--seed" -> seed = Long.parseLong(args[i + 1]);
                     case "--every" -> every = Integer.parseInt(args[i + 1]);
+                    case "--policy" ->
+                        policy = SyncPolicy.valueOf(args[i + 1].toUpperCase(Locale.ROOT).replace('-', '_'));
                     default -> throw new IllegalArgumentException("unknown option " + args[i]
-                            + " (--steps, --batch, --hidden, --warmup, --seed, --every)");
+                            + " (--steps, --batch, --hidden, --warmup, --seed, --every, --policy)");
                 }
             }
-            return new Options(steps, batch, hidden, warmup, seed, every);
+            return new Options(steps, batch, hidden, warmup, seed, every, policy);
         }
     }
 
@@ -104,7 +109,7 @@ public final class DjlExample {
         double[] stepSeconds = new double[2];
         DataParallelTraining.Stats stats;
         try (Model model = Model.newInstance("mlp");
-             DataParallelTraining dp = DataParallelTraining.over(comm)) {
+             DataParallelTraining dp = DataParallelTraining.over(comm, o.policy())) {
             model.setBlock(new SequentialBlock()
                     .add(Blocks.batchFlattenBlock(PIXELS))
                     .add(Linear.builder().setUnits(o.hidden()).build())
