@@ -50,6 +50,8 @@ import java.util.Objects;
 public final class DataParallelTraining extends TrainingListenerAdapter implements AutoCloseable {
     private final Communicator comm;
     private final SyncPolicy policy;
+    /** For tests: treat every gradient as one the engine only hands out as a copy. */
+    private final boolean copyAll;
     private final Arena copies = Arena.ofShared();
     private final List<Slot> slots = new ArrayList<>();
     private GradientSynchronizer sync;
@@ -71,19 +73,25 @@ public final class DataParallelTraining extends TrainingListenerAdapter implemen
         }
     }
 
-    private DataParallelTraining(Communicator comm, SyncPolicy policy) {
+    private DataParallelTraining(Communicator comm, SyncPolicy policy, boolean copyAll) {
         this.comm = Objects.requireNonNull(comm, "comm");
         this.policy = Objects.requireNonNull(policy, "policy");
+        this.copyAll = copyAll;
     }
 
     /** Data-parallel training over {@code comm}, with the synchronizer's default policy (ASC-WFBP). */
     public static DataParallelTraining over(Communicator comm) {
-        return new DataParallelTraining(comm, SyncPolicy.ASC_WFBP);
+        return new DataParallelTraining(comm, SyncPolicy.ASC_WFBP, false);
     }
 
     /** Data-parallel training over {@code comm}, scheduling the all-reduces by {@code policy}. */
     public static DataParallelTraining over(Communicator comm, SyncPolicy policy) {
-        return new DataParallelTraining(comm, policy);
+        return new DataParallelTraining(comm, policy, false);
+    }
+
+    /** For tests: every gradient goes through a copy buffer, as one the engine cannot expose would. */
+    static DataParallelTraining copyingEveryGradient(Communicator comm) {
+        return new DataParallelTraining(comm, SyncPolicy.ASC_WFBP, true);
     }
 
     /** {@code trainer.initialize(inputShapes)}, then {@link #broadcastParameters}: every rank starts equal. */
@@ -182,7 +190,7 @@ public final class DataParallelTraining extends TrainingListenerAdapter implemen
                 Parameter parameter = parameters.get(i).getValue();
                 NDArray gradient = parameter.getArray().getGradient();
                 checkFloat32(name + "'s gradient", gradient);
-                MemorySegment own = TensorMemory.view(gradient);
+                MemorySegment own = copyAll ? null : TensorMemory.view(gradient);
                 MemorySegment segment = own != null ? own
                         : copies.allocate(Math.max(1, gradient.size()) * Float.BYTES, 64)
                                 .asSlice(0, gradient.size() * Float.BYTES);

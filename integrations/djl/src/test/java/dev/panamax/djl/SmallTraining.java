@@ -54,6 +54,12 @@ final class SmallTraining {
      * the step number after each step.
      */
     static Outcome train(Communicator comm, int globalBatch, int steps, long initSeed, IntConsumer afterStep) {
+        return train(comm, globalBatch, steps, initSeed, afterStep, false);
+    }
+
+    /** As above; with {@code copies}, every gradient goes through a copy buffer instead of its own memory. */
+    static Outcome train(Communicator comm, int globalBatch, int steps, long initSeed, IntConsumer afterStep,
+            boolean copies) {
         int per = globalBatch / comm.size();
         if (per * comm.size() != globalBatch) {
             throw new IllegalArgumentException(globalBatch + " rows do not split evenly over " + comm.size());
@@ -66,7 +72,8 @@ final class SmallTraining {
                     .add(Linear.builder().setUnits(32).build())
                     .add(Activation::relu)
                     .add(Linear.builder().setUnits(CLASSES).build()));
-            DataParallelTraining dp = DataParallelTraining.over(comm);
+            DataParallelTraining dp = copies ? DataParallelTraining.copyingEveryGradient(comm)
+                    : DataParallelTraining.over(comm);
             int[] step = {0};
             DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                     .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.5f)).build())
