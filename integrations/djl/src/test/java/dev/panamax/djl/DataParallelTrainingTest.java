@@ -71,7 +71,7 @@ class DataParallelTrainingTest {
     }
 
     @ParameterizedTest(name = "{0} processes")
-    @ValueSource(ints = {2, 3})
+    @ValueSource(ints = {2, 3, 4})
     void ranksWithTheSameGlobalBatchFollowOneRanksLossCurve(int n) throws Exception {
         SmallTraining.Outcome alone = trainAlone();
         List<Running> ranks = startJob(n, Integer.toString(GLOBAL_BATCH), Integer.toString(STEPS), "0");
