@@ -1,0 +1,188 @@
+package dev.panamax.spark;
+
+import dev.panamax.collectives.Communicator;
+import dev.panamax.memory.ReduceOp;
+import org.apache.spark.SparkConf;
+import org.apache.spark.TaskFailedReason;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@link PanamaxBarrier} on a real Spark standalone cluster ({@link LocalStandaloneCluster}: a master and two
+ * workers, each executor its own JVM): a barrier stage of 4 tasks in 2 executor processes all-reduces arrays,
+ * checked element by element; tasks of one executor reach each other over shared memory, tasks of different
+ * executors over TCP. An executor killed with SIGKILL mid-stage makes a surviving task fail naming the lost rank,
+ * and Spark's retry of the barrier stage then succeeds.
+ */
+class StandaloneClusterTest {
+    static final int EXECUTORS = 2;
+    static final int CORES = 2;
+    static final int TASKS = EXECUTORS * CORES;
+    static final int LENGTH = 1009;
+
+    static LocalStandaloneCluster cluster;
+    static JavaSparkContext spark;
+
+    @BeforeAll
+    static void startCluster() throws Exception {
+        cluster = new LocalStandaloneCluster(EXECUTORS, CORES);
+        SparkConf conf = new SparkConf()
+                .setMaster(cluster.masterUrl())
+                .setAppName("panamax-standalone-test")
+                .set("spark.ui.enabled", "false")
+                .set("spark.driver.host", "127.0.0.1")
+                .set("spark.driver.bindAddress", "127.0.0.1")
+                .set("spark.executor.cores", Integer.toString(CORES))
+                .set("spark.cores.max", Integer.toString(TASKS))
+                .set("spark.executor.memory", "1g")
+                .set("spark.executor.extraClassPath", cluster.extraClassPath())
+                .set("spark.executor.extraJavaOptions", LocalStandaloneCluster.JVM_OPTIONS);
+        spark = new JavaSparkContext(conf);
+        spark.setLogLevel("WARN");
+        long deadline = System.nanoTime() + LocalStandaloneCluster.START_TIMEOUT.toNanos();
+        while (!spark.sc().isStopped() && spark.sc().getExecutorMemoryStatus().size() < EXECUTORS + 1
+                && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+        }
+        assertTrue(!spark.sc().isStopped() && spark.sc().getExecutorMemoryStatus().size() == EXECUTORS + 1,
+                () -> "the executors did not register:\n" + cluster.logs());
+    }
+
+    @AfterAll
+    static void stopCluster() {
+        try {
+            if (spark != null) {
+                spark.close();
+            }
+        } finally {
+            if (cluster != null) {
+                cluster.close();
+            }
+        }
+    }
+
+    /** The task failures Spark reports, as their messages. */
+    static final List<String> FAILURES = new CopyOnWriteArrayList<>();
+
+    @Test
+    void aKilledExecutorFailsTheStageNamingTheLostRankAndTheRetrySucceeds() throws Exception {
+        Path dir = Files.createTempDirectory("panamax-killed-executor");
+        String marker = dir.resolve("killed").toString();
+        SparkListener listener = new SparkListener() {
+            @Override
+            public void onTaskEnd(SparkListenerTaskEnd end) {
+                if (end.reason() instanceof TaskFailedReason failed) {
+                    FAILURES.add(failed.toErrorString());
+                }
+            }
+        };
+        spark.sc().addSparkListener(listener);
+        try {
+            List<Integer> ids = new ArrayList<>();
+            for (int p = 0; p < TASKS; p++) {
+                ids.add(p);
+            }
+            List<double[]> out = PanamaxBarrier.mapPartitions(spark.parallelize(ids, TASKS), (ctx, it) -> {
+                Communicator c = PanamaxBarrier.communicator(ctx);
+                double[] sum = new double[LENGTH];
+                for (int i = 0; i < LENGTH; i++) {
+                    sum[i] = PanamaxBarrierSparkTest.value(c.rank(), 0, i);
+                }
+                PanamaxBarrier.allReduce(ctx, sum, ReduceOp.SUM); // every rank is connected and running
+                if (ctx.stageAttemptNumber() == 0 && c.rank() == TASKS - 1) {
+                    // The first attempt loses the last rank's executor: its pid, then SIGKILL from outside.
+                    Files.writeString(Path.of(marker), Long.toString(ProcessHandle.current().pid()));
+                    new ProcessBuilder("kill", "-9", Long.toString(ProcessHandle.current().pid())).start().waitFor();
+                }
+                PanamaxBarrier.allReduce(ctx, sum, ReduceOp.SUM);
+                return List.of(sum).iterator();
+            }).repartition(1).collect(); // a shuffle after it: Spark retries a failed barrier stage only then
+            double[] want = new double[LENGTH];
+            for (int p = 0; p < TASKS; p++) {
+                for (int i = 0; i < LENGTH; i++) {
+                    want[i] += PanamaxBarrierSparkTest.value(p, 0, i) * TASKS;
+                }
+            }
+            assertEquals(TASKS, out.size());
+            for (double[] sum : out) {
+                assertArrayEquals(want, sum, "the retried stage all-reduces");
+            }
+            assertTrue(Files.exists(Path.of(marker)), "an executor was killed in the first attempt");
+            assertTrue(FAILURES.stream().anyMatch(f -> f.contains("PeerFailedException")
+                    && f.contains("rank " + (TASKS - 1))), "a surviving task named the lost rank " + (TASKS - 1)
+                    + ": " + FAILURES);
+        } finally {
+            spark.sc().removeSparkListener(listener);
+            Files.deleteIfExists(Path.of(marker));
+            Files.deleteIfExists(dir);
+        }
+    }
+
+    @Test
+    void aBarrierStageAcrossExecutorProcessesAllReduces() {
+        List<Integer> ids = new ArrayList<>();
+        for (int p = 0; p < TASKS; p++) {
+            ids.add(p);
+        }
+        List<Object[]> out = PanamaxBarrier.mapPartitions(spark.parallelize(ids, TASKS), (ctx, it) -> {
+            int p = ctx.partitionId();
+            Communicator c = PanamaxBarrier.communicator(ctx);
+            double[] sum = new double[LENGTH];
+            for (int i = 0; i < LENGTH; i++) {
+                sum[i] = PanamaxBarrierSparkTest.value(p, 0, i);
+            }
+            PanamaxBarrier.allReduce(ctx, sum, ReduceOp.SUM);
+            String[] transports = new String[c.size()];
+            for (int q = 0; q < c.size(); q++) {
+                transports[q] = q == c.rank() ? "self" : c.transportTo(q);
+            }
+            return List.<Object[]>of(new Object[] {c.rank(), ProcessHandle.current().pid(), transports, sum})
+                    .iterator();
+        }).collect();
+
+        double[] want = new double[LENGTH];
+        for (int p = 0; p < TASKS; p++) {
+            for (int i = 0; i < LENGTH; i++) {
+                want[i] += PanamaxBarrierSparkTest.value(p, 0, i);
+            }
+        }
+        assertEquals(TASKS, out.size());
+        Map<Integer, Long> pidOfRank = new HashMap<>();
+        for (Object[] row : out) {
+            pidOfRank.put((Integer) row[0], (Long) row[1]);
+            assertArrayEquals(want, (double[]) row[3], "rank " + row[0]);
+        }
+        Set<Long> pids = new HashSet<>(pidOfRank.values());
+        assertEquals(EXECUTORS, pids.size(), "the tasks ran in " + EXECUTORS + " executor processes: " + pidOfRank);
+        assertTrue(!pids.contains(ProcessHandle.current().pid()), "not in the driver");
+        for (Object[] row : out) {
+            int rank = (Integer) row[0];
+            String[] transports = (String[]) row[2];
+            for (int q = 0; q < TASKS; q++) {
+                if (q != rank) {
+                    String expected = pidOfRank.get(q).equals(pidOfRank.get(rank)) ? "shm" : "tcp";
+                    assertTrue(transports[q].startsWith(expected), "rank " + rank + " to rank " + q + ": "
+                            + transports[q] + " (expected " + expected + ")");
+                }
+            }
+        }
+    }
+}
