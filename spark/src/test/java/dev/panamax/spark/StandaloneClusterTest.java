@@ -1,6 +1,7 @@
 package dev.panamax.spark;
 
 import dev.panamax.collectives.Communicator;
+import dev.panamax.collectives.Panamax;
 import dev.panamax.memory.ReduceOp;
 import org.apache.spark.SparkConf;
 import org.apache.spark.TaskFailedReason;
@@ -134,6 +135,23 @@ class StandaloneClusterTest {
             Files.deleteIfExists(Path.of(marker));
             Files.deleteIfExists(dir);
         }
+    }
+
+    @Test
+    void logisticRegressionTrainsAcrossExecutorsAsOnOneRank() {
+        List<PanamaxLogisticRegression.Row> rows = PanamaxLogisticRegressionTest.rows();
+        PanamaxLogisticRegression estimator = new PanamaxLogisticRegression().regParam(0.05);
+        PanamaxLogisticRegression.Model onCluster = estimator.fit(spark.parallelize(rows, TASKS));
+        PanamaxLogisticRegression.Model alone;
+        List<Communicator> one = Panamax.local(1);
+        try {
+            alone = estimator.train(one.getFirst(), rows.iterator());
+        } finally {
+            one.getFirst().close();
+        }
+        assertEquals(alone.iterations(), onCluster.iterations());
+        assertEquals(alone.intercept(), onCluster.intercept(), 1e-9);
+        assertArrayEquals(alone.coefficients(), onCluster.coefficients(), 1e-9);
     }
 
     @Test
