@@ -2,7 +2,9 @@ package dev.panamax.spark;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;
+import dev.panamax.lightgbm.PanamaxLightGbm;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
 import org.apache.spark.SparkConf;
 import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.java.JavaSparkContext;
@@ -20,6 +22,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.SplittableRandom;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -152,6 +155,53 @@ class StandaloneClusterTest {
         assertEquals(alone.iterations(), onCluster.iterations());
         assertEquals(alone.intercept(), onCluster.intercept(), 1e-9);
         assertArrayEquals(alone.coefficients(), onCluster.coefficients(), 1e-9);
+    }
+
+    static final String LIGHTGBM_PARAMS = "objective=binary num_leaves=7 min_data_in_leaf=10 num_threads=1"
+            + " verbose=-1 deterministic=true force_row_wise=true seed=3";
+
+    /** Partition p's rows for LightGBM: 400 rows of 5 features, the label a noisy threshold of a linear score. */
+    static PanamaxLightGbm.LocalData lightGbmPartition(int p) {
+        int rows = 400;
+        int cols = 5;
+        SplittableRandom r = new SplittableRandom(1_000 + p);
+        double[] x = new double[rows * cols];
+        float[] y = new float[rows];
+        for (int i = 0; i < rows; i++) {
+            double score = 0;
+            for (int j = 0; j < cols; j++) {
+                x[i * cols + j] = r.nextGaussian();
+                score += (j - 2) * x[i * cols + j];
+            }
+            y[i] = score + r.nextGaussian() > 0 ? 1f : 0f;
+        }
+        return new PanamaxLightGbm.LocalData(x, rows, cols, y);
+    }
+
+    @Test
+    void lightGbmTrainsInABarrierStageAcrossExecutors() {
+        List<Integer> ids = new ArrayList<>();
+        for (int p = 0; p < TASKS; p++) {
+            ids.add(p);
+        }
+        // LightGBM's network per task thread, Panamax's collectives between the executors: no driver socket,
+        // no fixed ports (SynapseML's setup needs both).
+        List<String> models = PanamaxBarrier.mapPartitions(spark.parallelize(ids, TASKS), (ctx, it) -> List.of(
+                PanamaxLightGbm.train(PanamaxBarrier.communicator(ctx), LIGHTGBM_PARAMS,
+                        lightGbmPartition(ctx.partitionId()), 6)).iterator()).collect();
+        List<Communicator> comms = Panamax.local(TASKS);
+        List<String> threads;
+        try {
+            threads = RankThreads.onEach(comms, c -> PanamaxLightGbm.train(c, LIGHTGBM_PARAMS,
+                    lightGbmPartition(c.rank()), 6));
+        } finally {
+            RankThreads.closeAll(comms);
+        }
+        assertEquals(TASKS, models.size());
+        for (String m : models) {
+            assertEquals(threads.getFirst(), m, "the model of 4 in-JVM ranks, on every task");
+        }
+        assertTrue(models.getFirst().contains("Tree=5\n"), "6 trees");
     }
 
     @Test
