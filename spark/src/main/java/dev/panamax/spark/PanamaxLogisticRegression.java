@@ -24,7 +24,7 @@ import java.util.Objects;
  * <p>It minimizes what MLlib minimizes with {@code standardization=false} and {@code elasticNetParam=0}: the
  * mean log-loss plus {@code regParam / 2 * |w|^2}, the intercept not regularized. Newton's method needs the
  * {@code (d+1)^2} Hessian on every task, which suits up to a few thousand features; the all-reduce carries
- * {@code (d+1)^2 + d + 3} doubles per iteration. Labels are 0 or 1.
+ * {@code (d+1)^2 + d + 2} doubles per iteration. Labels are 0 or 1.
  */
 public final class PanamaxLogisticRegression implements Serializable {
     private static final long serialVersionUID = 1L;
