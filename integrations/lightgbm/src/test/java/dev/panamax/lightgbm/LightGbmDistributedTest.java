@@ -132,17 +132,7 @@ class LightGbmDistributedTest {
 
     /** Before each reduce-scatter, reduces two of its input blocks with LightGBM's reducer and with Java. */
     private record CheckingNetwork(CommunicatorNetwork inner, AtomicInteger checked)
-            implements LightGbmNetwork, AutoCloseable {
-        @Override
-        public int rank() {
-            return inner.rank();
-        }
-
-        @Override
-        public int size() {
-            return inner.size();
-        }
-
+            implements ForwardingNetwork, AutoCloseable {
         @Override
         public void reduceScatter(MemorySegment input, int typeSize, int[] blockStart, int[] blockLen,
                 MemorySegment output, LightGbmReducer reducer) {
@@ -162,16 +152,6 @@ class LightGbmDistributedTest {
                 checked.addAndGet(a.length);
             }
             inner.reduceScatter(input, typeSize, blockStart, blockLen, output, reducer);
-        }
-
-        @Override
-        public void allGather(MemorySegment input, int[] blockStart, int[] blockLen, MemorySegment output) {
-            inner.allGather(input, blockStart, blockLen, output);
-        }
-
-        @Override
-        public void abandon(Throwable cause) {
-            inner.abandon(cause);
         }
 
         @Override
@@ -227,31 +207,42 @@ class LightGbmDistributedTest {
     }
 
     /** Throws in its first reduce-scatter, which LightGBM calls in the first training iteration. */
-    private record FailingNetwork(CommunicatorNetwork inner) implements LightGbmNetwork {
-        @Override
-        public int rank() {
-            return inner.rank();
-        }
-
-        @Override
-        public int size() {
-            return inner.size();
-        }
-
+    private record FailingNetwork(CommunicatorNetwork inner) implements ForwardingNetwork {
         @Override
         public void reduceScatter(MemorySegment input, int typeSize, int[] blockStart, int[] blockLen,
                 MemorySegment output, LightGbmReducer reducer) {
             throw new IllegalStateException("injected");
         }
+    }
+
+    /** A test network that passes every call to {@link #inner()} unless it overrides it. */
+    private interface ForwardingNetwork extends LightGbmNetwork {
+        CommunicatorNetwork inner();
 
         @Override
-        public void allGather(MemorySegment input, int[] blockStart, int[] blockLen, MemorySegment output) {
-            inner.allGather(input, blockStart, blockLen, output);
+        default int rank() {
+            return inner().rank();
         }
 
         @Override
-        public void abandon(Throwable cause) {
-            inner.abandon(cause);
+        default int size() {
+            return inner().size();
+        }
+
+        @Override
+        default void reduceScatter(MemorySegment input, int typeSize, int[] blockStart, int[] blockLen,
+                MemorySegment output, LightGbmReducer reducer) {
+            inner().reduceScatter(input, typeSize, blockStart, blockLen, output, reducer);
+        }
+
+        @Override
+        default void allGather(MemorySegment input, int[] blockStart, int[] blockLen, MemorySegment output) {
+            inner().allGather(input, blockStart, blockLen, output);
+        }
+
+        @Override
+        default void abandon(Throwable cause) {
+            inner().abandon(cause);
         }
     }
 }
