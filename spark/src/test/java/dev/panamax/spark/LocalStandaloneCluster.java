@@ -4,6 +4,7 @@ import dev.panamax.testing.ChildJvm;
 import dev.panamax.testing.Ports;
 import dev.panamax.testing.RankProcesses;
 import dev.panamax.testing.RankProcesses.Running;
+import org.apache.spark.SparkConf;
 
 import java.io.File;
 import java.io.IOException;
@@ -35,8 +36,12 @@ final class LocalStandaloneCluster implements AutoCloseable {
     private final List<Running> processes = new ArrayList<>();
     private final int masterPort;
     private final String extraClassPath;
+    private final int workers;
+    private final int coresPerWorker;
 
     LocalStandaloneCluster(int workers, int coresPerWorker) throws IOException, InterruptedException {
+        this.workers = workers;
+        this.coresPerWorker = coresPerWorker;
         home = Files.createTempDirectory("panamax-spark-home");
         Path jars = Files.createDirectories(home.resolve("jars"));
         List<String> directories = new ArrayList<>();
@@ -77,9 +82,23 @@ final class LocalStandaloneCluster implements AutoCloseable {
         return "spark://127.0.0.1:" + masterPort;
     }
 
-    /** The class path entries that are directories, for {@code spark.executor.extraClassPath}. */
-    String extraClassPath() {
-        return extraClassPath;
+    /**
+     * An application's configuration for this cluster: one executor per worker taking all its cores (so a barrier
+     * stage of {@code workers * coresPerWorker} tasks fits), the class path and JVM options of the tests, the
+     * driver on 127.0.0.1, no UI.
+     */
+    SparkConf sparkConf(String appName) {
+        return new SparkConf()
+                .setMaster(masterUrl())
+                .setAppName(appName)
+                .set("spark.ui.enabled", "false")
+                .set("spark.driver.host", "127.0.0.1")
+                .set("spark.driver.bindAddress", "127.0.0.1")
+                .set("spark.executor.cores", Integer.toString(coresPerWorker))
+                .set("spark.cores.max", Integer.toString(workers * coresPerWorker))
+                .set("spark.executor.memory", "1g")
+                .set("spark.executor.extraClassPath", extraClassPath)
+                .set("spark.executor.extraJavaOptions", JVM_OPTIONS);
     }
 
     /** Everything the processes printed so far, for failure messages. */

@@ -1,6 +1,5 @@
 package dev.panamax.spark;
 
-import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.ml.classification.LogisticRegression;
@@ -51,16 +50,8 @@ public final class SparkClusterExample {
         int executors = 2;
         int cores = 2;
         try (LocalStandaloneCluster cluster = new LocalStandaloneCluster(executors, cores)) {
-            SparkConf conf = new SparkConf().setMaster(cluster.masterUrl()).setAppName("panamax-spark-example")
-                    .set("spark.ui.enabled", "false")
-                    .set("spark.driver.host", "127.0.0.1")
-                    .set("spark.driver.bindAddress", "127.0.0.1")
-                    .set("spark.executor.cores", Integer.toString(cores))
-                    .set("spark.cores.max", Integer.toString(executors * cores))
-                    .set("spark.executor.memory", "1g")
-                    .set("spark.executor.extraClassPath", cluster.extraClassPath())
-                    .set("spark.executor.extraJavaOptions", LocalStandaloneCluster.JVM_OPTIONS);
-            SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
+            SparkSession spark = SparkSession.builder().config(cluster.sparkConf("panamax-spark-example"))
+                    .getOrCreate();
             try {
                 spark.sparkContext().setLogLevel("WARN");
                 run(spark, executors * cores, rows, features, reg);

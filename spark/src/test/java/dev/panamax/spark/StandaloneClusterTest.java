@@ -5,8 +5,8 @@ import dev.panamax.collectives.Panamax;
 import dev.panamax.lightgbm.PanamaxLightGbm;
 import dev.panamax.memory.ReduceOp;
 import dev.panamax.testing.RankThreads;
-import org.apache.spark.SparkConf;
 import org.apache.spark.TaskFailedReason;
+import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.scheduler.SparkListener;
 import org.apache.spark.scheduler.SparkListenerTaskEnd;
@@ -48,18 +48,7 @@ class StandaloneClusterTest {
     @BeforeAll
     static void startCluster() throws Exception {
         cluster = new LocalStandaloneCluster(EXECUTORS, CORES);
-        SparkConf conf = new SparkConf()
-                .setMaster(cluster.masterUrl())
-                .setAppName("panamax-standalone-test")
-                .set("spark.ui.enabled", "false")
-                .set("spark.driver.host", "127.0.0.1")
-                .set("spark.driver.bindAddress", "127.0.0.1")
-                .set("spark.executor.cores", Integer.toString(CORES))
-                .set("spark.cores.max", Integer.toString(TASKS))
-                .set("spark.executor.memory", "1g")
-                .set("spark.executor.extraClassPath", cluster.extraClassPath())
-                .set("spark.executor.extraJavaOptions", LocalStandaloneCluster.JVM_OPTIONS);
-        spark = new JavaSparkContext(conf);
+        spark = new JavaSparkContext(cluster.sparkConf("panamax-standalone-test"));
         spark.setLogLevel("WARN");
         long deadline = System.nanoTime() + LocalStandaloneCluster.START_TIMEOUT.toNanos();
         while (!spark.sc().isStopped() && spark.sc().getExecutorMemoryStatus().size() < EXECUTORS + 1
@@ -68,6 +57,15 @@ class StandaloneClusterTest {
         }
         assertTrue(!spark.sc().isStopped() && spark.sc().getExecutorMemoryStatus().size() == EXECUTORS + 1,
                 () -> "the executors did not register:\n" + cluster.logs());
+    }
+
+    /** An RDD of the partition ids 0 .. TASKS-1, one per partition. */
+    static JavaRDD<Integer> partitions() {
+        List<Integer> ids = new ArrayList<>();
+        for (int p = 0; p < TASKS; p++) {
+            ids.add(p);
+        }
+        return spark.parallelize(ids, TASKS);
     }
 
     @AfterAll
@@ -100,11 +98,7 @@ class StandaloneClusterTest {
         };
         spark.sc().addSparkListener(listener);
         try {
-            List<Integer> ids = new ArrayList<>();
-            for (int p = 0; p < TASKS; p++) {
-                ids.add(p);
-            }
-            List<double[]> out = PanamaxBarrier.mapPartitions(spark.parallelize(ids, TASKS), (ctx, it) -> {
+            List<double[]> out = PanamaxBarrier.mapPartitions(partitions(), (ctx, it) -> {
                 Communicator c = PanamaxBarrier.communicator(ctx);
                 double[] sum = new double[LENGTH];
                 for (int i = 0; i < LENGTH; i++) {
@@ -180,13 +174,9 @@ class StandaloneClusterTest {
 
     @Test
     void lightGbmTrainsInABarrierStageAcrossExecutors() {
-        List<Integer> ids = new ArrayList<>();
-        for (int p = 0; p < TASKS; p++) {
-            ids.add(p);
-        }
         // LightGBM's network per task thread, Panamax's collectives between the executors: no driver socket,
         // no fixed ports (SynapseML's setup needs both).
-        List<String> models = PanamaxBarrier.mapPartitions(spark.parallelize(ids, TASKS), (ctx, it) -> List.of(
+        List<String> models = PanamaxBarrier.mapPartitions(partitions(), (ctx, it) -> List.of(
                 PanamaxLightGbm.train(PanamaxBarrier.communicator(ctx), LIGHTGBM_PARAMS,
                         lightGbmPartition(ctx.partitionId()), 6)).iterator()).collect();
         List<Communicator> comms = Panamax.local(TASKS);
@@ -206,11 +196,7 @@ class StandaloneClusterTest {
 
     @Test
     void aBarrierStageAcrossExecutorProcessesAllReduces() {
-        List<Integer> ids = new ArrayList<>();
-        for (int p = 0; p < TASKS; p++) {
-            ids.add(p);
-        }
-        List<Object[]> out = PanamaxBarrier.mapPartitions(spark.parallelize(ids, TASKS), (ctx, it) -> {
+        List<Object[]> out = PanamaxBarrier.mapPartitions(partitions(), (ctx, it) -> {
             int p = ctx.partitionId();
             Communicator c = PanamaxBarrier.communicator(ctx);
             double[] sum = new double[LENGTH];
