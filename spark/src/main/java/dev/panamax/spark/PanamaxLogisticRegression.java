@@ -162,14 +162,13 @@ public final class PanamaxLogisticRegression implements Serializable {
             }
         }
         try (Arena arena = Arena.ofConfined()) {
+            // One MAX over {count, -count} gives the largest and the smallest count at once.
             MemorySegment s = arena.allocate(ValueLayout.JAVA_LONG, 2);
             s.set(ValueLayout.JAVA_LONG, 0, mine);
-            s.set(ValueLayout.JAVA_LONG, 8, mine < 0 ? Long.MAX_VALUE : mine);
-            MemorySegment most = arena.allocate(ValueLayout.JAVA_LONG, 2);
-            comm.allReduce(s.asSlice(0, 8), most.asSlice(0, 8), 1, DataType.INT64, ReduceOp.MAX);
-            comm.allReduce(s.asSlice(8, 8), most.asSlice(8, 8), 1, DataType.INT64, ReduceOp.MIN);
-            long max = most.get(ValueLayout.JAVA_LONG, 0);
-            long min = most.get(ValueLayout.JAVA_LONG, 8);
+            s.set(ValueLayout.JAVA_LONG, 8, mine < 0 ? Long.MIN_VALUE : -mine);
+            comm.allReduce(s, 2, DataType.INT64, ReduceOp.MAX);
+            long max = s.get(ValueLayout.JAVA_LONG, 0);
+            long min = -s.get(ValueLayout.JAVA_LONG, 8);
             if (max < 0) {
                 throw new IllegalArgumentException("no rows to train on");
             }
