@@ -52,7 +52,10 @@ abstract class Hierarchical implements Algorithm {
 
     @Override
     public String unsupported(Problem p) {
-        return p.collective() == Collective.ALL_REDUCE ? null : name() + " has only allreduce";
+        return switch (p.collective()) {
+            case ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER -> null;
+            default -> name() + " has no " + p.collective().label() + " (only allreduce, reducescatter, allgather)";
+        };
     }
 
     /** A one-line description: {@code blueconnect(3x2x2: ring,rhd,rhd)}. */
@@ -68,18 +71,29 @@ abstract class Hierarchical implements Algorithm {
 
     @Override
     public Schedule build(Problem p) {
+        ScheduleBuilder b = new ScheduleBuilder(p, describe(p.topology()));
+        if (p.count() == 0) {
+            return b.build();
+        }
+        switch (p.collective()) {
+            case ALL_REDUCE -> allReduce(b);
+            case REDUCE_SCATTER -> reduceScatter(b);
+            case ALL_GATHER -> allGather(b);
+            default -> throw new IllegalArgumentException(unsupported(p));
+        }
+        return b.build();
+    }
+
+    private void allReduce(ScheduleBuilder b) {
+        Problem p = b.problem();
         Topology t = p.topology();
         List<Integer> levels = activeLevels(t);
-        ScheduleBuilder b = new ScheduleBuilder(p, describe(t));
         long c = p.count();
         int n = p.size();
         int r = p.rank();
-        if (c == 0) {
-            return b.build();
-        }
         if (levels.isEmpty()) {
             SchedulePatterns.alone(b, c);
-            return b.build();
+            return;
         }
         int k = levels.size();
         long[] lo = new long[k + 1];
@@ -117,16 +131,151 @@ abstract class Hierarchical implements Algorithm {
                 SchedulePatterns.ringAllGather(b, label, group, me, lo[j], len[j]);
             }
         }
-        return b.build();
     }
 
-    /** Per active level a reduce-scatter on the part left, then the all-gathers in reverse: eq. 9 of [BlueConnect]. */
+    /**
+     * Where rank q's block lies in the order the levels split the vector: the stages cut it into
+     * {@code p_0} parts by the level-0 coordinate (innermost first, so that the full vector crosses
+     * only the fastest links), each part into {@code p_1} by the level-1 coordinate, and so on, so a
+     * rank ends with the part at {@code sum_j coordinate_j * prod_{i>j} p_i}. NCCL's layout puts block
+     * q at q; the two agree only when the innermost level is the outermost digit of the rank.
+     */
+    static int[] blockPositions(Topology t) {
+        List<Integer> levels = activeLevels(t);
+        int n = t.size();
+        int[] pos = new int[n];
+        for (int q = 0; q < n; q++) {
+            int x = 0;
+            for (int level : levels) {
+                x = x * t.fanout(level) + t.coordinate(q, level);
+            }
+            pos[q] = x;
+        }
+        return pos;
+    }
+
+    private static boolean isIdentity(int[] pos) {
+        for (int q = 0; q < pos.length; q++) {
+            if (pos[q] != q) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The first half of Algorithm 1 as a collective of its own, with NCCL's block semantics (send
+     * holds n blocks of c, rank r ends with the reduction of block r): the blocks are first copied
+     * into a work buffer in {@link #blockPositions} order (skipped when that order is NCCL's), then
+     * each level, innermost first, reduce-scatters the part the earlier levels left to this rank in
+     * place, leaving this rank's block, which is copied to recv.
+     */
+    private void reduceScatter(ScheduleBuilder b) {
+        Problem p = b.problem();
+        Topology t = p.topology();
+        List<Integer> levels = activeLevels(t);
+        long c = p.count();
+        int n = p.size();
+        int r = p.rank();
+        if (levels.isEmpty()) {
+            SchedulePatterns.alone(b, c);
+            return;
+        }
+        int[] pos = blockPositions(t);
+        int work = b.scratch(n * c);
+        int src = Slice.SEND;
+        if (!isIdentity(pos)) {
+            b.stage("permute blocks");
+            for (int q = 0; q < n; q++) {
+                b.copy(Slice.send(q * c, c), new Slice(work, pos[q] * c, c));
+            }
+            src = work;
+        }
+        long lo = 0;
+        long len = n * c;
+        for (int level : levels) {
+            int[] group = t.group(r, level);
+            int me = t.coordinate(r, level);
+            Kind kind = levelKind(t, group.length);
+            String label = "level " + level + " reduce-scatter (" + kind.label() + " over " + group.length + ")";
+            long[] own;
+            if (kind == Kind.RHD) {
+                SchedulePatterns.halvingReduceScatter(b, label, group, me, lo, len, src, work);
+                own = SchedulePatterns.halvingOwned(lo, len, group.length, me);
+            } else {
+                SchedulePatterns.ringReduceScatter(b, label, group, me, lo, len, src, work);
+                own = SchedulePatterns.ringOwned(lo, len, group.length, me);
+            }
+            lo = own[0];
+            len = own[1];
+            src = work;
+        }
+        // lo is pos[r] * c and len is c: the parts divide evenly, n * c being c times the fan-outs' product
+        b.stage("own block").copy(new Slice(work, lo, len), Slice.recv(0, c));
+        b.stage("finish").finish(Slice.recv(0, c), n);
+    }
+
+    /**
+     * The second half of Algorithm 1 as a collective of its own (recv holds n blocks of c, block q
+     * from rank q): this rank's block goes to its {@link #blockPositions} place, the levels
+     * all-gather outermost first, retracing the reduce-scatter, and the blocks are copied back into
+     * NCCL's order (all in recv, without the copies, when the two orders agree).
+     */
+    private void allGather(ScheduleBuilder b) {
+        Problem p = b.problem();
+        Topology t = p.topology();
+        List<Integer> levels = activeLevels(t);
+        long c = p.count();
+        int n = p.size();
+        int r = p.rank();
+        int[] pos = blockPositions(t);
+        boolean identity = isIdentity(pos);
+        int buffer = identity ? Slice.RECV : b.scratch(n * c);
+        b.stage("own block").copy(Slice.send(0, c), new Slice(buffer, pos[r] * c, c));
+        int k = levels.size();
+        long[] lo = new long[k + 1];
+        long[] len = new long[k + 1];
+        len[0] = n * c;
+        for (int j = 0; j < k; j++) {
+            int fanout = t.fanout(levels.get(j));
+            long[] own = SchedulePatterns.ringOwned(lo[j], len[j], fanout, t.coordinate(r, levels.get(j)));
+            lo[j + 1] = own[0]; // the ring's and the halving's parts agree when the fan-out divides the length
+            len[j + 1] = own[1];
+        }
+        for (int j = k - 1; j >= 0; j--) {
+            int level = levels.get(j);
+            int[] group = t.group(r, level);
+            int me = t.coordinate(r, level);
+            Kind kind = levelKind(t, group.length);
+            String label = "level " + level + " all-gather (" + kind.label() + " over " + group.length + ")";
+            if (kind == Kind.RHD) {
+                SchedulePatterns.doublingAllGather(b, label, group, me, lo[j], len[j], buffer);
+            } else {
+                SchedulePatterns.ringAllGather(b, label, group, me, lo[j], len[j], buffer);
+            }
+        }
+        if (!identity) {
+            b.stage("unpermute blocks");
+            for (int q = 0; q < n; q++) {
+                b.copy(new Slice(buffer, pos[q] * c, c), Slice.recv(q * c, c));
+            }
+        }
+    }
+
+    /**
+     * Per active level a reduce-scatter on the part left, then the all-gathers in reverse: eq. 9 of
+     * [BlueConnect]. Reduce-scatter and all-gather are its halves, one phase per level on the whole
+     * n * N bytes (N the block), the block permutation's local copy not counted (the planner adds
+     * the local copies from the schedule).
+     */
     @Override
     public Prediction predict(Problem p) {
         Topology t = p.topology();
         Network net = new Network(t);
         List<Integer> active = activeLevels(t);
-        double part = p.byteSize();
+        boolean allReduce = p.collective() == Collective.ALL_REDUCE;
+        double phases = allReduce ? 2 : 1;
+        double part = allReduce ? p.byteSize() : (double) p.size() * p.byteSize();
         double time = 0;
         double sent = 0;
         StringJoiner f = new StringJoiner(" + ");
@@ -136,13 +285,17 @@ abstract class Hierarchical implements Algorithm {
             boolean rhd = levelKind(t, pi) == Kind.RHD;
             double a = net.alpha(level);
             double w = net.w(level);
-            time += 2 * (rhd ? Costs.halvingDoublingPhaseTime(pi, part, a, w) : Costs.ringPhaseTime(pi, part, a, w));
-            sent += 2.0 * (pi - 1) / pi * part;
-            f.add("2*" + (rhd ? "T_c(" : "T_r(") + pi + ", " + Costs.bytes(part) + ", " + Costs.secs(a) + ", "
-                    + Costs.bw(w) + ")");
+            time += phases * (rhd ? Costs.halvingDoublingPhaseTime(pi, part, a, w)
+                    : Costs.ringPhaseTime(pi, part, a, w));
+            sent += phases * (pi - 1) / pi * part;
+            f.add((allReduce ? "2*" : "") + (rhd ? "T_c(" : "T_r(") + pi + ", " + Costs.bytes(part) + ", "
+                    + Costs.secs(a) + ", " + Costs.bw(w) + ")");
             part /= pi;
         }
-        return new Prediction(time, f + " " + equation(active.size()), sent);
+        String which = allReduce ? equation(active.size())
+                : "(" + (p.collective() == Collective.REDUCE_SCATTER ? "first" : "second") + " half of "
+                        + equation(active.size()) + ")";
+        return new Prediction(time, f + " " + which, sent);
     }
 
     /** Which of the paper's equations the prediction is, for {@code activeLevels} levels of fan-out above 1. */

@@ -67,6 +67,12 @@ public final class SchedulePatterns {
 
     /** Ring all-gather of the members' chunks of {@code [lo, lo+len)} in the receive buffer, p-1 stages. */
     public static void ringAllGather(ScheduleBuilder b, String label, int[] group, int me, long lo, long len) {
+        ringAllGather(b, label, group, me, lo, len, Slice.RECV);
+    }
+
+    /** {@link #ringAllGather(ScheduleBuilder, String, int[], int, long, long)} in buffer {@code buffer}. */
+    public static void ringAllGather(ScheduleBuilder b, String label, int[] group, int me, long lo, long len,
+            int buffer) {
         int p = group.length;
         if (p == 1) {
             return;
@@ -77,8 +83,8 @@ public final class SchedulePatterns {
             long[] so = ringOwned(lo, len, p, Math.floorMod(me - s, p));
             long[] ro = ringOwned(lo, len, p, Math.floorMod(me - s - 1, p));
             b.stage(label + " step " + (s + 1) + "/" + (p - 1))
-                    .send(right, Slice.recv(so[0], so[1]))
-                    .recv(left, Slice.recv(ro[0], ro[1]));
+                    .send(right, new Slice(buffer, so[0], so[1]))
+                    .recv(left, new Slice(buffer, ro[0], ro[1]));
         }
     }
 
@@ -103,10 +109,17 @@ public final class SchedulePatterns {
      */
     public static void halvingReduceScatter(ScheduleBuilder b, String label, int[] group, int me, long lo, long len,
             int src) {
+        halvingReduceScatter(b, label, group, me, lo, len, src, Slice.RECV);
+    }
+
+    /** {@link #halvingReduceScatter(ScheduleBuilder, String, int[], int, long, long, int)} with the partial sums and
+     * the result in buffer {@code dst}. */
+    public static void halvingReduceScatter(ScheduleBuilder b, String label, int[] group, int me, long lo, long len,
+            int src, int dst) {
         int p = group.length;
         requirePowerOfTwo(p);
         if (p == 1) {
-            b.stage(label + " copy").copy(new Slice(src, lo, len), Slice.recv(lo, len));
+            b.stage(label + " copy").copy(new Slice(src, lo, len), new Slice(dst, lo, len));
             return;
         }
         long l = lo;
@@ -120,10 +133,10 @@ public final class SchedulePatterns {
             long kh = keepLower ? mid : h;
             long gl = keepLower ? mid : l;
             long gh = keepLower ? h : mid;
-            int from = round == 0 ? src : Slice.RECV;
+            int from = round == 0 ? src : dst;
             b.stage(label + " halving " + (round + 1) + "/" + rounds)
                     .send(group[me ^ mask], new Slice(from, gl, gh - gl))
-                    .recvReduce(group[me ^ mask], Slice.recv(kl, kh - kl), new Slice(from, kl, kh - kl));
+                    .recvReduce(group[me ^ mask], new Slice(dst, kl, kh - kl), new Slice(from, kl, kh - kl));
             l = kl;
             h = kh;
         }
@@ -131,6 +144,12 @@ public final class SchedulePatterns {
 
     /** All-gather by recursive doubling that retraces {@link #halvingReduceScatter}; log2(p) rounds. */
     public static void doublingAllGather(ScheduleBuilder b, String label, int[] group, int me, long lo, long len) {
+        doublingAllGather(b, label, group, me, lo, len, Slice.RECV);
+    }
+
+    /** {@link #doublingAllGather(ScheduleBuilder, String, int[], int, long, long)} in buffer {@code buffer}. */
+    public static void doublingAllGather(ScheduleBuilder b, String label, int[] group, int me, long lo, long len,
+            int buffer) {
         int p = group.length;
         requirePowerOfTwo(p);
         int rounds = Integer.numberOfTrailingZeros(p);
@@ -156,8 +175,8 @@ public final class SchedulePatterns {
             long ol = keptLower ? mids[k] : los[k];
             long oh = keptLower ? his[k] : mids[k];
             b.stage(label + " doubling " + (rounds - k) + "/" + rounds)
-                    .send(group[me ^ mask], Slice.recv(l, h - l))
-                    .recv(group[me ^ mask], Slice.recv(ol, oh - ol));
+                    .send(group[me ^ mask], new Slice(buffer, l, h - l))
+                    .recv(group[me ^ mask], new Slice(buffer, ol, oh - ol));
             l = los[k];
             h = his[k];
         }

@@ -95,11 +95,15 @@ public final class CostModel {
 
     /**
      * The bytes that the busiest of ranks 0, n-1 and the root folds (recv-reduce and local reduce
-     * steps of their schedules): the compute part of the critical path.
+     * steps of their schedules): the compute part of the critical path. For reduce-scatter and
+     * all-gather local copies count too, at the same rate: the hierarchical algorithms copy the
+     * whole n-block buffer to put the blocks in their levels' order, which on shared memory costs
+     * as much as a transfer (all-reduce schedules copy at most a rank's own input once).
      */
     static double reducedBytes(Algorithm algorithm, Problem p) {
         Collective c = p.collective();
-        if (c != Collective.ALL_REDUCE && c != Collective.REDUCE_SCATTER && c != Collective.REDUCE) {
+        boolean copies = c == Collective.REDUCE_SCATTER || c == Collective.ALL_GATHER;
+        if (c != Collective.ALL_REDUCE && c != Collective.REDUCE && !copies) {
             return 0;
         }
         long most = 0;
@@ -111,6 +115,8 @@ public final class CostModel {
                         e += rv.dst().count();
                     } else if (s instanceof Step.Reduce rd) {
                         e += rd.dst().count();
+                    } else if (copies && s instanceof Step.Copy cp) {
+                        e += cp.dst().count();
                     }
                 }
             }

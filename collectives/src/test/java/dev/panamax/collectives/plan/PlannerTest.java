@@ -49,6 +49,21 @@ class PlannerTest {
         assertEquals("dissemination", Planner.choose(problem(Collective.BARRIER, 0, 1, Topology.flat(5))).algorithm());
     }
 
+    /**
+     * Reduce-scatter and all-gather by the levels win across a slow outer level despite their block
+     * permutation; on one flat level, where the permutation is not needed, the ring stays (first registered).
+     */
+    @Test
+    void hierarchicalReduceScatterAndAllGatherWinOnATwoLevelNetwork() {
+        for (Collective c : List.of(Collective.REDUCE_SCATTER, Collective.ALL_GATHER)) {
+            Candidate h = Planner.choose(problem(c, 16 << 20, 4, Topology.parse("2x2:bw=5G,50M:alpha=5us,100us")));
+            assertTrue(Set.of("blueconnect", "mdring").contains(h.algorithm()), c + ": " + h);
+            assertEquals("ring", choice(c, 16 << 20, "6"), c.label());
+            String shm = Planner.choose(problem(c, 16 << 20, 4, Topology.parse("2x2:bw=5G,5G"))).algorithm();
+            assertTrue(Set.of("ring", "rhd").contains(shm), c + " with equal levels: " + shm);
+        }
+    }
+
     @Test
     void blueConnectWinsOnATwoLevelNetwork() {
         Candidate c = Planner.choose(problem(Collective.ALL_REDUCE, 16 << 20, 4, Topology.parse("2x2:bw=5G,50M")));

@@ -123,6 +123,30 @@ class SimulatorTest {
         }
     }
 
+    /**
+     * Reduce-scatter and all-gather by the levels keep NCCL's blocks (rank r ends with block r, block q
+     * comes from rank q): on 3x2x2 the levels' order is not NCCL's, so the schedules permute the blocks
+     * locally; on a flat topology the orders agree and they do not.
+     */
+    @Test
+    void hierarchicalReduceScatterAndAllGatherKeepNcclBlocks() {
+        for (String name : List.of(Algorithms.BLUECONNECT, Algorithms.MULTI_DIM_RING)) {
+            Algorithm a = Algorithms.get(name);
+            for (Collective c : List.of(Collective.REDUCE_SCATTER, Collective.ALL_GATHER)) {
+                for (long count : new long[] {1, 5, 64}) {
+                    Problem hierarchy = new Problem(c, 0, 12, count, 4, 0, Topology.parse("3x2x2"));
+                    Simulator.verify(a::build, hierarchy);
+                    assertTrue(a.build(hierarchy.atRank(1)).stages().stream()
+                            .anyMatch(st -> st.label().contains("permute blocks")), name + " " + c.label());
+                    Problem flat = new Problem(c, 0, 4, count, 4, 0, Topology.flat(4));
+                    Simulator.verify(a::build, flat);
+                    assertTrue(a.build(flat.atRank(1)).stages().stream()
+                            .noneMatch(st -> st.label().contains("permute blocks")), name + " " + c.label());
+                }
+            }
+        }
+    }
+
     /** A schedule that forgets a stage, counts twice or deadlocks is caught. */
     @Test
     void brokenSchedulesAreRejected() {
