@@ -5,11 +5,15 @@ import dev.panamax.collectives.Panamax;
 import dev.panamax.memory.DataType;
 import dev.panamax.ml.AllReduceModel;
 import dev.panamax.ml.GradientSynchronizer;
+import dev.panamax.ml.Optimizer;
+import dev.panamax.ml.ShardedOptimizer;
 import dev.panamax.ml.SyncPolicy;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.function.IntConsumer;
@@ -181,6 +185,11 @@ public final class MlpExample {
             ready.accept(3);
         }
 
+        /** The parameter arrays in the gradients' (backward) order: b2, w2, b1, w1. */
+        double[][] parametersInBackwardOrder() {
+            return new double[][] {b2, w2, b1, w1};
+        }
+
         /** SGD step with the gradients in {@link #grads}. */
         void step(double lr) {
             b2[0] -= lr * grads[0].getAtIndex(ValueLayout.JAVA_DOUBLE, 0);
@@ -262,6 +271,60 @@ public final class MlpExample {
         }
     }
 
+    /** What a sharded run reports: the loss every {@code every} steps, the final loss, its time and state sizes. */
+    public record ShardedRun(List<Double> losses, double finalLoss, double seconds, long stateBytesPerRank,
+            long unshardedStateBytes) {
+    }
+
+    /**
+     * Trains on {@code comm}'s ranks with a {@link ShardedOptimizer} (ZeRO {@code stage}): the network's
+     * gradients and parameters are the optimizer's flat buffers, each rank updates its shard and the
+     * parameters are all-gathered every step. On one rank it is plain training with that optimizer.
+     * Records the training loss every {@code every} steps.
+     */
+    public static ShardedRun trainSharded(Communicator comm, Config c, Optimizer optimizer,
+            ShardedOptimizer.Stage stage, int every) {
+        int n = comm.size();
+        if (c.globalBatch() % n != 0) {
+            throw new IllegalArgumentException("global batch " + c.globalBatch() + " is not a multiple of the " + n
+                    + " ranks");
+        }
+        int share = c.globalBatch() / n;
+        Dataset data = Dataset.synthetic(c);
+        List<Double> losses = new ArrayList<>();
+        try (Mlp net = new Mlp(c)) {
+            ShardedOptimizer.Builder b = ShardedOptimizer.builder(comm).optimizer(optimizer).stage(stage)
+                    .type(DataType.FLOAT64);
+            for (int size : net.sizes) {
+                b.tensor(size);
+            }
+            try (ShardedOptimizer opt = b.build()) {
+                double[][] params = net.parametersInBackwardOrder();
+                for (int t = 0; t < params.length; t++) {
+                    MemorySegment.copy(params[t], 0, opt.parameters(t), ValueLayout.JAVA_DOUBLE, 0, params[t].length);
+                    net.grads[t] = opt.gradient(t); // back-propagation writes straight into the flat buffer
+                }
+                int[] step = {0};
+                long t0 = System.nanoTime();
+                loop(c, data, (order, start) -> {
+                    int from = start + comm.rank() * share;
+                    net.backward(data, order, from, from + share, opt::markReady);
+                    opt.step();
+                    for (int t = 0; t < params.length; t++) {
+                        MemorySegment.copy(opt.parameters(t), ValueLayout.JAVA_DOUBLE, 0, params[t], 0,
+                                params[t].length);
+                    }
+                    if (++step[0] % every == 0) {
+                        losses.add(net.loss(data));
+                    }
+                });
+                double seconds = (System.nanoTime() - t0) / 1e9;
+                return new ShardedRun(losses, net.loss(data), seconds, opt.optimizerStateBytes(),
+                        opt.unshardedStateBytes());
+            }
+        }
+    }
+
     private interface Step {
         void run(int[] order, int start);
     }
@@ -287,15 +350,28 @@ public final class MlpExample {
     public static void main(String[] args) {
         SyncPolicy policy = SyncPolicy.ASC_WFBP;
         Config c = Config.DEFAULT;
+        ShardedOptimizer.Stage stage = null;
+        String optimizer = "sgd";
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--policy" -> policy = SyncPolicy.valueOf(args[++i].toUpperCase(Locale.ROOT).replace('-', '_'));
                 case "--steps" -> c = new Config(c.features(), c.hidden(), c.samples(), c.globalBatch(),
                         Integer.parseInt(args[++i]),
                         c.learningRate(), c.seed());
+                case "--sharded" -> stage = ShardedOptimizer.Stage.GRADIENTS;
+                case "--zero" -> stage = switch (args[++i]) {
+                    case "1" -> ShardedOptimizer.Stage.OPTIMIZER_STATE;
+                    case "2" -> ShardedOptimizer.Stage.GRADIENTS;
+                    default -> throw new IllegalArgumentException("--zero 1 or --zero 2, not " + args[i]);
+                };
+                case "--optimizer" -> optimizer = args[++i];
                 default -> throw new IllegalArgumentException("unknown option " + args[i]
-                        + " (known: --policy, --steps)");
+                        + " (known: --policy, --steps, --sharded, --zero 1|2, --optimizer sgd|momentum|adam)");
             }
+        }
+        if (stage != null) {
+            mainSharded(c, stage, optimizer);
+            return;
         }
         try (Communicator comm = Panamax.fromEnvironment()) {
             long t0 = System.nanoTime();
@@ -308,6 +384,46 @@ public final class MlpExample {
                         c.steps(), c.globalBatch(), seconds);
                 System.out.printf(Locale.ROOT, "loss distributed=%.10f single=%.10f%n", distributed, single);
             }
+        }
+    }
+
+    /**
+     * {@code --sharded} / {@code --zero 1|2}: trains with a {@link ShardedOptimizer}; rank 0 then trains
+     * the same model in one process with the same optimizer and prints both loss curves, the time
+     * per step and the optimizer state per rank against unsharded.
+     */
+    private static void mainSharded(Config c, ShardedOptimizer.Stage stage, String name) {
+        Optimizer optimizer = switch (name) {
+            case "sgd" -> Optimizer.sgd(c.learningRate());
+            case "momentum" -> Optimizer.sgd(c.learningRate() / 5, 0.8);
+            case "adam" -> Optimizer.adam(0.01);
+            default -> throw new IllegalArgumentException("--optimizer sgd, momentum or adam, not " + name);
+        };
+        int every = Math.max(1, c.steps() / 6);
+        try (Communicator comm = Panamax.fromEnvironment()) {
+            ShardedRun run = trainSharded(comm, c, optimizer, stage, every);
+            if (comm.rank() != 0) {
+                return;
+            }
+            ShardedRun single;
+            List<Communicator> one = Panamax.local(1);
+            try {
+                single = trainSharded(one.getFirst(), c, optimizer, stage, every);
+            } finally {
+                one.getFirst().close();
+            }
+            System.out.printf(Locale.ROOT, "ranks %d, sharded (ZeRO-%d), %s, %d steps of global batch %d, %.2f s "
+                    + "distributed (%.3f ms/step)%n", comm.size(), stage == ShardedOptimizer.Stage.GRADIENTS ? 2 : 1,
+                    optimizer, c.steps(), c.globalBatch(), run.seconds(), run.seconds() * 1e3 / c.steps());
+            System.out.printf(Locale.ROOT, "optimizer state per rank %d bytes, unsharded %d bytes (%.2fx less)%n",
+                    run.stateBytesPerRank(), run.unshardedStateBytes(),
+                    run.stateBytesPerRank() == 0 ? 1.0 : (double) run.unshardedStateBytes() / run.stateBytesPerRank());
+            for (int k = 0; k < run.losses().size(); k++) {
+                System.out.printf(Locale.ROOT, "step %d loss distributed=%.10f single=%.10f%n", (k + 1) * every,
+                        run.losses().get(k), single.losses().get(k));
+            }
+            System.out.printf(Locale.ROOT, "loss distributed=%.10f single=%.10f%n", run.finalLoss(),
+                    single.finalLoss());
         }
     }
 }

@@ -3,9 +3,13 @@ package dev.panamax.bench.examples;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.ml.AllReduceModel;
+import dev.panamax.ml.Optimizer;
+import dev.panamax.ml.ShardedOptimizer;
 import dev.panamax.ml.SyncPolicy;
 import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 import java.time.Duration;
 import java.util.List;
@@ -52,5 +56,41 @@ class MlpExampleTest {
     @Test
     void mgWfbpWithCalibratedModelAgreesWithSingleProcess() {
         agree(SyncPolicy.MG_WFBP, null);
+    }
+
+    /**
+     * The sharded optimizer's run (3 ranks: the buckets padded) follows one process with the same optimizer
+     * step by step, the loss curve included, with both ZeRO stages; each rank keeps a third of the state.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(ShardedOptimizer.Stage.class)
+    void shardedTrainingFollowsSingleProcess(ShardedOptimizer.Stage stage) {
+        Optimizer adam = Optimizer.adam(0.01);
+        MlpExample.Config config = new MlpExample.Config(16, 32, 2048, 63, 200, 0.5, 7);
+        List<Communicator> comms = Panamax.local(3, TIMEOUT.toNanos());
+        List<MlpExample.ShardedRun> runs;
+        try {
+            runs = RankThreads.onEach(comms, comm -> MlpExample.trainSharded(comm, config, adam, stage, 40));
+        } finally {
+            RankThreads.closeAll(comms);
+        }
+        List<Communicator> one = Panamax.local(1, TIMEOUT.toNanos());
+        MlpExample.ShardedRun reference;
+        try {
+            reference = MlpExample.trainSharded(one.getFirst(), config, adam, stage, 40);
+        } finally {
+            RankThreads.closeAll(one);
+        }
+        assertEquals(5, reference.losses().size());
+        for (MlpExample.ShardedRun r : runs) {
+            for (int k = 0; k < r.losses().size(); k++) {
+                assertEquals(reference.losses().get(k), r.losses().get(k), 1e-9 * reference.losses().get(k),
+                        "loss at step " + (k + 1) * 40);
+            }
+            assertEquals(reference.unshardedStateBytes(), r.unshardedStateBytes());
+            assertTrue(r.stateBytesPerRank() * 3 <= r.unshardedStateBytes() + 3 * 4 * 2 * 8,
+                    r.stateBytesPerRank() + " of " + r.unshardedStateBytes());
+        }
+        assertTrue(reference.finalLoss() < 0.6, "Adam learned: " + reference.finalLoss());
     }
 }
