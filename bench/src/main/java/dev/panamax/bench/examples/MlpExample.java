@@ -244,6 +244,12 @@ public final class MlpExample {
      * returns the final training loss (the same on every rank).
      */
     public static double trainDistributed(Communicator comm, Config c, SyncPolicy policy, AllReduceModel model) {
+        return trainDistributed(comm, c, policy, model, new long[1]);
+    }
+
+    /** As above; adds the time spent in the steps (backward, exchange, update) to {@code stepNanos[0]}. */
+    static double trainDistributed(Communicator comm, Config c, SyncPolicy policy, AllReduceModel model,
+            long[] stepNanos) {
         int n = comm.size();
         if (c.globalBatch() % n != 0) {
             throw new IllegalArgumentException("global batch " + c.globalBatch() + " is not a multiple of the " + n
@@ -261,17 +267,22 @@ public final class MlpExample {
                     sync.register(net.grads[t], net.sizes[t], DataType.FLOAT64);
                 }
                 loop(c, data, (order, start) -> {
+                    long t0 = System.nanoTime();
                     int from = start + comm.rank() * share;
                     net.backward(data, order, from, from + share, sync::markReady);
                     sync.awaitAll();
                     net.step(c.learningRate());
+                    stepNanos[0] += System.nanoTime() - t0;
                 });
             }
             return net.loss(data);
         }
     }
 
-    /** What a sharded run reports: the loss every {@code every} steps, the final loss, its time and state sizes. */
+    /**
+     * What a sharded run reports: the loss every {@code every} steps, the final loss, the time of the
+     * steps (the loss evaluations left out) and the state sizes.
+     */
     public record ShardedRun(List<Double> losses, double finalLoss, double seconds, long stateBytesPerRank,
             long unshardedStateBytes) {
     }
@@ -305,8 +316,9 @@ public final class MlpExample {
                     net.grads[t] = opt.gradient(t); // back-propagation writes straight into the flat buffer
                 }
                 int[] step = {0};
-                long t0 = System.nanoTime();
+                long[] stepNanos = {0};
                 loop(c, data, (order, start) -> {
+                    long t0 = System.nanoTime();
                     int from = start + comm.rank() * share;
                     net.backward(data, order, from, from + share, opt::markReady);
                     opt.step();
@@ -314,11 +326,12 @@ public final class MlpExample {
                         MemorySegment.copy(opt.parameters(t), ValueLayout.JAVA_DOUBLE, 0, params[t], 0,
                                 params[t].length);
                     }
+                    stepNanos[0] += System.nanoTime() - t0; // the steps only, not the loss evaluations
                     if (++step[0] % every == 0) {
                         losses.add(net.loss(data));
                     }
                 });
-                double seconds = (System.nanoTime() - t0) / 1e9;
+                double seconds = stepNanos[0] / 1e9;
                 return new ShardedRun(losses, net.loss(data), seconds, opt.optimizerStateBytes(),
                         opt.unshardedStateBytes());
             }
@@ -345,7 +358,9 @@ public final class MlpExample {
     /**
      * Joins the job described by the environment ({@code scripts/panamax-run}), trains, and on rank
      * 0 also trains in one process and prints {@code loss distributed=<a> single=<b>}. Options:
-     * {@code --policy wfbp|mg_wfbp|asc_wfbp} (default asc_wfbp), {@code --steps N}.
+     * {@code --policy wfbp|mg_wfbp|asc_wfbp} (default asc_wfbp), {@code --steps N}, {@code --features F},
+     * {@code --hidden H} (the model's size), {@code --sharded} (a ZeRO-2 {@link ShardedOptimizer}),
+     * {@code --zero 1|2}, {@code --optimizer sgd|momentum|adam} (with the sharded optimizer).
      */
     public static void main(String[] args) {
         SyncPolicy policy = SyncPolicy.ASC_WFBP;
@@ -358,6 +373,10 @@ public final class MlpExample {
                 case "--steps" -> c = new Config(c.features(), c.hidden(), c.samples(), c.globalBatch(),
                         Integer.parseInt(args[++i]),
                         c.learningRate(), c.seed());
+                case "--hidden" -> c = new Config(c.features(), Integer.parseInt(args[++i]), c.samples(),
+                        c.globalBatch(), c.steps(), c.learningRate(), c.seed());
+                case "--features" -> c = new Config(Integer.parseInt(args[++i]), c.hidden(), c.samples(),
+                        c.globalBatch(), c.steps(), c.learningRate(), c.seed());
                 case "--sharded" -> stage = ShardedOptimizer.Stage.GRADIENTS;
                 case "--zero" -> stage = switch (args[++i]) {
                     case "1" -> ShardedOptimizer.Stage.OPTIMIZER_STATE;
@@ -366,7 +385,8 @@ public final class MlpExample {
                 };
                 case "--optimizer" -> optimizer = args[++i];
                 default -> throw new IllegalArgumentException("unknown option " + args[i]
-                        + " (known: --policy, --steps, --sharded, --zero 1|2, --optimizer sgd|momentum|adam)");
+                        + " (known: --policy, --steps, --features, --hidden, --sharded, --zero 1|2, "
+                        + "--optimizer sgd|momentum|adam)");
             }
         }
         if (stage != null) {
@@ -375,13 +395,14 @@ public final class MlpExample {
         }
         try (Communicator comm = Panamax.fromEnvironment()) {
             long t0 = System.nanoTime();
-            double distributed = trainDistributed(comm, c, policy, null);
+            long[] stepNanos = new long[1];
+            double distributed = trainDistributed(comm, c, policy, null, stepNanos);
             double seconds = (System.nanoTime() - t0) / 1e9;
             if (comm.rank() == 0) {
                 double single = trainSingle(c);
-                System.out.printf(Locale.ROOT, "ranks %d, policy %s, %d steps of global batch %d, %.2f s distributed%n",
-                        comm.size(), policy,
-                        c.steps(), c.globalBatch(), seconds);
+                System.out.printf(Locale.ROOT, "ranks %d, policy %s, %d steps of global batch %d, %.2f s distributed "
+                        + "(%.3f ms/step in the steps)%n", comm.size(), policy, c.steps(), c.globalBatch(), seconds,
+                        stepNanos[0] / 1e6 / c.steps());
                 System.out.printf(Locale.ROOT, "loss distributed=%.10f single=%.10f%n", distributed, single);
             }
         }
@@ -413,7 +434,7 @@ public final class MlpExample {
                 one.getFirst().close();
             }
             System.out.printf(Locale.ROOT, "ranks %d, sharded (ZeRO-%d), %s, %d steps of global batch %d, %.2f s "
-                    + "distributed (%.3f ms/step)%n", comm.size(), stage == ShardedOptimizer.Stage.GRADIENTS ? 2 : 1,
+                    + "in the steps (%.3f ms/step)%n", comm.size(), stage == ShardedOptimizer.Stage.GRADIENTS ? 2 : 1,
                     optimizer, c.steps(), c.globalBatch(), run.seconds(), run.seconds() * 1e3 / c.steps());
             System.out.printf(Locale.ROOT, "optimizer state per rank %d bytes, unsharded %d bytes (%.2fx less)%n",
                     run.stateBytesPerRank(), run.unshardedStateBytes(),
