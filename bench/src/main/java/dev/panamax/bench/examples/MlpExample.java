@@ -250,12 +250,7 @@ public final class MlpExample {
     /** As above; adds the time spent in the steps (backward, exchange, update) to {@code stepNanos[0]}. */
     static double trainDistributed(Communicator comm, Config c, SyncPolicy policy, AllReduceModel model,
             long[] stepNanos) {
-        int n = comm.size();
-        if (c.globalBatch() % n != 0) {
-            throw new IllegalArgumentException("global batch " + c.globalBatch() + " is not a multiple of the " + n
-                    + " ranks");
-        }
-        int share = c.globalBatch() / n;
+        int share = share(comm, c);
         Dataset data = Dataset.synthetic(c);
         try (Mlp net = new Mlp(c)) {
             GradientSynchronizer.Builder b = GradientSynchronizer.builder(comm).policy(policy).profileIterations(3);
@@ -295,12 +290,7 @@ public final class MlpExample {
      */
     public static ShardedRun trainSharded(Communicator comm, Config c, Optimizer optimizer,
             ShardedOptimizer.Stage stage, int every) {
-        int n = comm.size();
-        if (c.globalBatch() % n != 0) {
-            throw new IllegalArgumentException("global batch " + c.globalBatch() + " is not a multiple of the " + n
-                    + " ranks");
-        }
-        int share = c.globalBatch() / n;
+        int share = share(comm, c);
         Dataset data = Dataset.synthetic(c);
         List<Double> losses = new ArrayList<>();
         try (Mlp net = new Mlp(c)) {
@@ -336,6 +326,16 @@ public final class MlpExample {
                         opt.unshardedStateBytes());
             }
         }
+    }
+
+    /** The samples of each global batch one rank takes. */
+    private static int share(Communicator comm, Config c) {
+        int n = comm.size();
+        if (c.globalBatch() % n != 0) {
+            throw new IllegalArgumentException("global batch " + c.globalBatch() + " is not a multiple of the " + n
+                    + " ranks");
+        }
+        return c.globalBatch() / n;
     }
 
     private interface Step {

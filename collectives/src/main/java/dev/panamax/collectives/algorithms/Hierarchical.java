@@ -75,62 +75,85 @@ abstract class Hierarchical implements Algorithm {
         if (p.count() == 0) {
             return b.build();
         }
+        List<Integer> levels = activeLevels(p.topology());
+        if (levels.isEmpty() && p.collective() != Collective.ALL_GATHER) {
+            SchedulePatterns.alone(b, p.count());
+            return b.build();
+        }
         switch (p.collective()) {
-            case ALL_REDUCE -> allReduce(b);
-            case REDUCE_SCATTER -> reduceScatter(b);
-            case ALL_GATHER -> allGather(b);
+            case ALL_REDUCE -> allReduce(b, levels);
+            case REDUCE_SCATTER -> reduceScatter(b, levels);
+            case ALL_GATHER -> allGather(b, levels);
             default -> throw new IllegalArgumentException(unsupported(p));
         }
         return b.build();
     }
 
-    private void allReduce(ScheduleBuilder b) {
-        Problem p = b.problem();
-        Topology t = p.topology();
-        List<Integer> levels = activeLevels(t);
-        long c = p.count();
-        int n = p.size();
-        int r = p.rank();
-        if (levels.isEmpty()) {
-            SchedulePatterns.alone(b, c);
-            return;
-        }
+    /**
+     * The parts of {@code [0, total)} this rank holds after each level's reduce-scatter, innermost
+     * first: {@code {lo, len}} before level j at index j, the final part at index {@code levels.size()}.
+     */
+    private long[][] parts(Topology t, List<Integer> levels, int r, long total) {
         int k = levels.size();
-        long[] lo = new long[k + 1];
-        long[] len = new long[k + 1];
-        lo[0] = 0;
-        len[0] = c;
+        long[][] part = new long[k + 1][];
+        part[0] = new long[] {0, total};
         for (int j = 0; j < k; j++) {
+            int level = levels.get(j);
+            int fanout = t.fanout(level);
+            int me = t.coordinate(r, level);
+            part[j + 1] = levelKind(t, fanout) == Kind.RHD ? SchedulePatterns.halvingOwned(part[j][0], part[j][1],
+                    fanout, me) : SchedulePatterns.ringOwned(part[j][0], part[j][1], fanout, me);
+        }
+        return part;
+    }
+
+    /**
+     * Each level's reduce-scatter, innermost first, on the part the earlier ones left: the first
+     * reads this rank's input from {@code src}, the partial sums and the result go to {@code dst}.
+     */
+    private void reduceScatterLevels(ScheduleBuilder b, List<Integer> levels, long[][] part, int src, int dst) {
+        Topology t = b.problem().topology();
+        int r = b.rank();
+        for (int j = 0; j < levels.size(); j++) {
             int level = levels.get(j);
             int[] group = t.group(r, level);
             int me = t.coordinate(r, level);
             Kind kind = levelKind(t, group.length);
             String label = "level " + level + " reduce-scatter (" + kind.label() + " over " + group.length + ")";
-            int src = j == 0 ? Slice.SEND : Slice.RECV;
-            long[] own;
+            int from = j == 0 ? src : dst;
             if (kind == Kind.RHD) {
-                SchedulePatterns.halvingReduceScatter(b, label, group, me, lo[j], len[j], src);
-                own = SchedulePatterns.halvingOwned(lo[j], len[j], group.length, me);
+                SchedulePatterns.halvingReduceScatter(b, label, group, me, part[j][0], part[j][1], from, dst);
             } else {
-                SchedulePatterns.ringReduceScatter(b, label, group, me, lo[j], len[j], src);
-                own = SchedulePatterns.ringOwned(lo[j], len[j], group.length, me);
+                SchedulePatterns.ringReduceScatter(b, label, group, me, part[j][0], part[j][1], from, dst);
             }
-            lo[j + 1] = own[0];
-            len[j + 1] = own[1];
         }
-        b.stage("finish").finish(Slice.recv(lo[k], len[k]), n);
-        for (int j = k - 1; j >= 0; j--) {
+    }
+
+    /** Each level's all-gather in {@code buffer}, outermost first, retracing {@link #reduceScatterLevels}. */
+    private void allGatherLevels(ScheduleBuilder b, List<Integer> levels, long[][] part, int buffer) {
+        Topology t = b.problem().topology();
+        int r = b.rank();
+        for (int j = levels.size() - 1; j >= 0; j--) {
             int level = levels.get(j);
             int[] group = t.group(r, level);
             int me = t.coordinate(r, level);
             Kind kind = levelKind(t, group.length);
             String label = "level " + level + " all-gather (" + kind.label() + " over " + group.length + ")";
             if (kind == Kind.RHD) {
-                SchedulePatterns.doublingAllGather(b, label, group, me, lo[j], len[j]);
+                SchedulePatterns.doublingAllGather(b, label, group, me, part[j][0], part[j][1], buffer);
             } else {
-                SchedulePatterns.ringAllGather(b, label, group, me, lo[j], len[j]);
+                SchedulePatterns.ringAllGather(b, label, group, me, part[j][0], part[j][1], buffer);
             }
         }
+    }
+
+    private void allReduce(ScheduleBuilder b, List<Integer> levels) {
+        Problem p = b.problem();
+        long[][] part = parts(p.topology(), levels, p.rank(), p.count());
+        reduceScatterLevels(b, levels, part, Slice.SEND, Slice.RECV);
+        long[] own = part[levels.size()];
+        b.stage("finish").finish(Slice.recv(own[0], own[1]), p.size());
+        allGatherLevels(b, levels, part, Slice.RECV);
     }
 
     /**
@@ -154,15 +177,6 @@ abstract class Hierarchical implements Algorithm {
         return pos;
     }
 
-    private static boolean isIdentity(int[] pos) {
-        for (int q = 0; q < pos.length; q++) {
-            if (pos[q] != q) {
-                return false;
-            }
-        }
-        return true;
-    }
-
     /**
      * The first half of Algorithm 1 as a collective of its own, with NCCL's block semantics (send
      * holds n blocks of c, rank r ends with the reduction of block r): the blocks are first copied
@@ -170,48 +184,22 @@ abstract class Hierarchical implements Algorithm {
      * each level, innermost first, reduce-scatters the part the earlier levels left to this rank in
      * place, leaving this rank's block, which is copied to recv.
      */
-    private void reduceScatter(ScheduleBuilder b) {
+    private void reduceScatter(ScheduleBuilder b, List<Integer> levels) {
         Problem p = b.problem();
-        Topology t = p.topology();
-        List<Integer> levels = activeLevels(t);
         long c = p.count();
         int n = p.size();
-        int r = p.rank();
-        if (levels.isEmpty()) {
-            SchedulePatterns.alone(b, c);
-            return;
-        }
-        int[] pos = blockPositions(t);
+        int[] pos = blockPositions(p.topology());
         int work = b.scratch(n * c);
         int src = Slice.SEND;
-        if (!isIdentity(pos)) {
-            b.stage("permute blocks");
-            for (int q = 0; q < n; q++) {
-                b.copy(Slice.send(q * c, c), new Slice(work, pos[q] * c, c));
-            }
+        if (!SchedulePatterns.isIdentity(pos)) {
+            SchedulePatterns.permuteBlocks(b, "permute blocks", pos, c, Slice.SEND, work);
             src = work;
         }
-        long lo = 0;
-        long len = n * c;
-        for (int level : levels) {
-            int[] group = t.group(r, level);
-            int me = t.coordinate(r, level);
-            Kind kind = levelKind(t, group.length);
-            String label = "level " + level + " reduce-scatter (" + kind.label() + " over " + group.length + ")";
-            long[] own;
-            if (kind == Kind.RHD) {
-                SchedulePatterns.halvingReduceScatter(b, label, group, me, lo, len, src, work);
-                own = SchedulePatterns.halvingOwned(lo, len, group.length, me);
-            } else {
-                SchedulePatterns.ringReduceScatter(b, label, group, me, lo, len, src, work);
-                own = SchedulePatterns.ringOwned(lo, len, group.length, me);
-            }
-            lo = own[0];
-            len = own[1];
-            src = work;
-        }
-        // lo is pos[r] * c and len is c: the parts divide evenly, n * c being c times the fan-outs' product
-        b.stage("own block").copy(new Slice(work, lo, len), Slice.recv(0, c));
+        long[][] part = parts(p.topology(), levels, p.rank(), n * c);
+        reduceScatterLevels(b, levels, part, src, work);
+        // the final part is pos[r] * c, c long: the parts divide evenly, n * c being c times the fan-outs' product
+        long[] own = part[levels.size()];
+        b.stage("own block").copy(new Slice(work, own[0], own[1]), Slice.recv(0, c));
         b.stage("finish").finish(Slice.recv(0, c), n);
     }
 
@@ -221,44 +209,17 @@ abstract class Hierarchical implements Algorithm {
      * all-gather outermost first, retracing the reduce-scatter, and the blocks are copied back into
      * NCCL's order (all in recv, without the copies, when the two orders agree).
      */
-    private void allGather(ScheduleBuilder b) {
+    private void allGather(ScheduleBuilder b, List<Integer> levels) {
         Problem p = b.problem();
-        Topology t = p.topology();
-        List<Integer> levels = activeLevels(t);
         long c = p.count();
         int n = p.size();
-        int r = p.rank();
-        int[] pos = blockPositions(t);
-        boolean identity = isIdentity(pos);
+        int[] pos = blockPositions(p.topology());
+        boolean identity = SchedulePatterns.isIdentity(pos);
         int buffer = identity ? Slice.RECV : b.scratch(n * c);
-        b.stage("own block").copy(Slice.send(0, c), new Slice(buffer, pos[r] * c, c));
-        int k = levels.size();
-        long[] lo = new long[k + 1];
-        long[] len = new long[k + 1];
-        len[0] = n * c;
-        for (int j = 0; j < k; j++) {
-            int fanout = t.fanout(levels.get(j));
-            long[] own = SchedulePatterns.ringOwned(lo[j], len[j], fanout, t.coordinate(r, levels.get(j)));
-            lo[j + 1] = own[0]; // the ring's and the halving's parts agree when the fan-out divides the length
-            len[j + 1] = own[1];
-        }
-        for (int j = k - 1; j >= 0; j--) {
-            int level = levels.get(j);
-            int[] group = t.group(r, level);
-            int me = t.coordinate(r, level);
-            Kind kind = levelKind(t, group.length);
-            String label = "level " + level + " all-gather (" + kind.label() + " over " + group.length + ")";
-            if (kind == Kind.RHD) {
-                SchedulePatterns.doublingAllGather(b, label, group, me, lo[j], len[j], buffer);
-            } else {
-                SchedulePatterns.ringAllGather(b, label, group, me, lo[j], len[j], buffer);
-            }
-        }
+        b.stage("own block").copy(Slice.send(0, c), new Slice(buffer, pos[p.rank()] * c, c));
+        allGatherLevels(b, levels, parts(p.topology(), levels, p.rank(), n * c), buffer);
         if (!identity) {
-            b.stage("unpermute blocks");
-            for (int q = 0; q < n; q++) {
-                b.copy(new Slice(buffer, pos[q] * c, c), Slice.recv(q * c, c));
-            }
+            SchedulePatterns.unpermuteBlocks(b, "unpermute blocks", pos, c, buffer, Slice.RECV);
         }
     }
 

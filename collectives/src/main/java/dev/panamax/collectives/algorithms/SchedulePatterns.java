@@ -182,6 +182,32 @@ public final class SchedulePatterns {
         }
     }
 
+    /** True when every block stays in place ({@code pos[q] == q}): the block permutations below are not needed. */
+    static boolean isIdentity(int[] pos) {
+        for (int q = 0; q < pos.length; q++) {
+            if (pos[q] != q) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** One stage copying block q of {@code from} (c elements at q*c) to block {@code pos[q]} of {@code to}. */
+    static void permuteBlocks(ScheduleBuilder b, String label, int[] pos, long c, int from, int to) {
+        b.stage(label);
+        for (int q = 0; q < pos.length; q++) {
+            b.copy(new Slice(from, q * c, c), new Slice(to, pos[q] * c, c));
+        }
+    }
+
+    /** The inverse of {@link #permuteBlocks}: block {@code pos[q]} of {@code from} to block q of {@code to}. */
+    static void unpermuteBlocks(ScheduleBuilder b, String label, int[] pos, long c, int from, int to) {
+        b.stage(label);
+        for (int q = 0; q < pos.length; q++) {
+            b.copy(new Slice(from, pos[q] * c, c), new Slice(to, q * c, c));
+        }
+    }
+
     /** A reduction on a single rank: its own input, copied to the receive buffer and finished. */
     static void alone(ScheduleBuilder b, long count) {
         b.stage("copy").copy(Slice.send(0, count), Slice.recv(0, count));

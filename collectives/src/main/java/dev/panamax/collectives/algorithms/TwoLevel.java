@@ -141,15 +141,6 @@ public final class TwoLevel implements Algorithm {
         return pos;
     }
 
-    private static boolean isIdentity(int[] pos) {
-        for (int q = 0; q < pos.length; q++) {
-            if (pos[q] != q) {
-                return false;
-            }
-        }
-        return true;
-    }
-
     /**
      * Node-major copy of the n send blocks; ring reduce-scatter of them in the node and gather at the
      * leader; the leaders' reduce-scatter (rhd or ring), leaving leader l the blocks of node l; the
@@ -170,11 +161,8 @@ public final class TwoLevel implements Algorithm {
         int[] pos = nodeMajor(t);
         int work = b.scratch(n * c);
         int src = Slice.SEND;
-        if (!isIdentity(pos)) {
-            b.stage("node-major blocks");
-            for (int q = 0; q < n; q++) {
-                b.copy(Slice.send(q * c, c), new Slice(work, pos[q] * c, c));
-            }
+        if (!SchedulePatterns.isIdentity(pos)) {
+            SchedulePatterns.permuteBlocks(b, "node-major blocks", pos, c, Slice.SEND, work);
             src = work;
         }
         int[] node = t.group(r, 0);
@@ -239,7 +227,7 @@ public final class TwoLevel implements Algorithm {
             b.stage("gather at leader").send(node[0], Slice.send(0, c));
         } else {
             int[] pos = nodeMajor(t);
-            boolean identity = isIdentity(pos);
+            boolean identity = SchedulePatterns.isIdentity(pos);
             int buffer = identity ? Slice.RECV : b.scratch(total);
             b.stage("gather at leader").copy(Slice.send(0, c), new Slice(buffer, pos[r] * c, c));
             for (int q = 1; q < p0; q++) {
@@ -253,10 +241,7 @@ public final class TwoLevel implements Algorithm {
                 SchedulePatterns.ringAllGather(b, "leaders all-gather", lead, index[0], 0, total, buffer);
             }
             if (!identity) {
-                b.stage("NCCL order");
-                for (int q = 0; q < n; q++) {
-                    b.copy(new Slice(buffer, pos[q] * c, c), Slice.recv(q * c, c));
-                }
+                SchedulePatterns.unpermuteBlocks(b, "NCCL order", pos, c, buffer, Slice.RECV);
             }
         }
         Ring.chainBroadcast(b, node, me, 0, 0, total, p.elementBytes(), Slice.RECV);
