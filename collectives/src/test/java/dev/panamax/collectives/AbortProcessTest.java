@@ -1,19 +1,18 @@
 package dev.panamax.collectives;
 
 import dev.panamax.testing.Ports;
+import dev.panamax.testing.RankProcesses;
+import dev.panamax.testing.RankProcesses.Running;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -23,12 +22,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Abort across processes while a peer is frozen with SIGSTOP. */
 class AbortProcessTest {
-    private record Rank(Process process, List<String> lines) {
-        String line(String prefix) {
-            return lines.stream().filter(l -> l.startsWith(prefix)).findFirst().orElse(null);
-        }
-    }
-
     private static Set<String> shmEntries() throws IOException {
         try (Stream<Path> s = Files.list(Path.of("/dev/shm"))) {
             return s.map(p -> p.getFileName().toString())
@@ -48,31 +41,11 @@ class AbortProcessTest {
         int n = 4;
         double timeoutSeconds = 60; // far beyond what the test waits: nothing may end by timing out
         int port = Ports.freePort();
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<Rank> ranks = new ArrayList<>();
+        List<Running> ranks = new ArrayList<>();
         try {
             for (int r = 0; r < n; r++) {
-                ProcessBuilder pb = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "--add-modules",
-                        "jdk.incubator.vector",
-                        "-cp", System.getProperty("java.class.path"), AbortRankProcess.class.getName(), transport,
-                                Double.toString(timeoutSeconds))
-                        .redirectErrorStream(true);
-                pb.environment().put("PANAMAX_RANK", Integer.toString(r));
-                pb.environment().put("PANAMAX_WORLD_SIZE", Integer.toString(n));
-                pb.environment().put("PANAMAX_MASTER_ADDR", "127.0.0.1");
-                pb.environment().put("PANAMAX_MASTER_PORT", Integer.toString(port));
-                pb.environment().remove("PANAMAX_NODE");
-                Process p = pb.start();
-                List<String> lines = new CopyOnWriteArrayList<>();
-                Thread.ofPlatform().daemon().start(() -> {
-                    try (BufferedReader br = new BufferedReader(new InputStreamReader(p.getInputStream(),
-                            StandardCharsets.UTF_8))) {
-                        br.lines().forEach(lines::add);
-                    } catch (IOException e) {
-                        lines.add("IO " + e);
-                    }
-                });
-                ranks.add(new Rank(p, lines));
+                ranks.add(RankProcesses.start(RankProcesses.builder(AbortRankProcess.class, r, n, port,
+                        List.of(transport, Double.toString(timeoutSeconds)))));
             }
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             while (!ranks.stream().allMatch(r -> r.line("READY") != null)) {
@@ -104,7 +77,7 @@ class AbortProcessTest {
 
             for (int i = 2; i < n; i++) {
                 int r = i;
-                Rank k = ranks.get(r);
+                Running k = ranks.get(r);
                 assertTrue(k.process().waitFor(10, TimeUnit.SECONDS),
                         "rank " + r + " did not fail after rank 0 aborted");
                 double seconds = (System.nanoTime() - abortAt) / 1e9;
@@ -120,7 +93,7 @@ class AbortProcessTest {
             assertTrue(frozen.waitFor(20, TimeUnit.SECONDS), "the resumed rank 1 did not finish");
             assertEquals(3, frozen.exitValue(), () -> "rank 1: " + ranks.get(1).lines());
         } finally {
-            for (Rank r : ranks) {
+            for (Running r : ranks) {
                 if (r.process().isAlive()) {
                     new ProcessBuilder("kill", "-CONT", Long.toString(r.process().pid())).start().waitFor();
                 }
