@@ -98,6 +98,19 @@ public interface Communicator extends AutoCloseable {
     void reduceScatterV(MemorySegment send, MemorySegment recv, long[] itemCounts, int itemBytes,
             ItemReducer reducer);
 
+    /**
+     * In-place all-reduce of opaque items with a user-defined reduction: {@code buffer} holds
+     * {@code itemCount} items of {@code itemBytes} bytes; afterwards every rank's buffer holds, item
+     * by item, the fold of every rank's item in rank order, {@code ((rank 0 (+) rank 1) (+) rank 2) ...},
+     * the same bits on every rank and every run (so {@code reducer} need not be commutative). Runs as
+     * {@link #reduceScatterV(MemorySegment, MemorySegment, long[], int, ItemReducer)} over near-equal
+     * blocks of items, then {@link #allGatherV} of the bytes.
+     *
+     * @throws IllegalArgumentException when {@code itemCount < 0}, {@code itemBytes < 1} or the buffer
+     *                                  is too small
+     */
+    void allReduce(MemorySegment buffer, long itemCount, int itemBytes, ItemReducer reducer);
+
     /** Copies root's {@code send} into every rank's {@code recv} ({@code send} is read only at root). */
     void broadcast(MemorySegment send, MemorySegment recv, long count, DataType type, int root);
 

@@ -29,9 +29,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The variable-block collectives (reduce-scatter-v, all-gather-v, reduce-scatter-v with a user
- * reduction) on every transport of the contract suite and 1-8 ranks, element by element against
- * {@link Reference}: block lengths equal, with zeros, primes, one long block, and random.
+ * The variable-block collectives (reduce-scatter-v, all-gather-v, reduce-scatter-v and all-reduce with
+ * a user reduction) on every transport of the contract suite and 1-8 ranks, element by element against
+ * {@link Reference}: block lengths equal, with zeros, primes, one long block, and random; item counts
+ * 0, 1, fewer than the ranks, a prime and a large one.
  */
 class VariableBlocksTest {
     static Stream<Arguments> grid() {
@@ -80,6 +81,9 @@ class VariableBlocksTest {
                             allGatherV(c, arena, counts, type, failures);
                         }
                         itemReduceScatterV(c, arena, counts, failures);
+                    }
+                    for (long items : new long[] {0, 1, Math.max(0, n - 1), 13, 1001}) {
+                        itemAllReduce(c, arena, items, failures);
                     }
                     c.barrier();
                 }
@@ -206,6 +210,29 @@ class VariableBlocksTest {
         }
     }
 
+    /** allReduce(ItemReducer) in place: every item is the rank-order fold of every rank's item, on every rank. */
+    static void itemAllReduce(Communicator c, Arena arena, long items, List<String> failures) {
+        MemorySegment buffer = arena.allocate(Math.max(1, items * ITEM_BYTES), 64);
+        for (long i = 0; i < items; i++) {
+            buffer.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES, item(c.rank(), i));
+            buffer.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES + 8, 1);
+        }
+        c.allReduce(buffer, items, ITEM_BYTES, ORDERED);
+        for (long i = 0; i < items; i++) {
+            long want = item(0, i);
+            for (int r = 1; r < c.size(); r++) {
+                want = want * 31 + item(r, i);
+            }
+            long got = buffer.get(ValueLayout.JAVA_LONG, i * ITEM_BYTES);
+            long contributions = buffer.get(ValueLayout.JAVA_LONG, i * ITEM_BYTES + 8);
+            if (got != want || contributions != c.size()) {
+                failures.add("allReduce(ItemReducer) rank " + c.rank() + "/" + c.size() + " " + items + " items: item "
+                        + i + " is (" + got + ", " + contributions + "), expected (" + want + ", " + c.size() + ")");
+                return;
+            }
+        }
+    }
+
     /** ORDERED as the C function {@code void f(const void*, void*, int32_t itemBytes, int64_t itemCount)}. */
     static void orderedUpcall(MemorySegment in, MemorySegment inout, int itemBytes, long itemCount) {
         if (itemBytes != ITEM_BYTES) {
@@ -263,6 +290,11 @@ class VariableBlocksTest {
                     e = assertThrows(IllegalArgumentException.class,
                             () -> c.allGatherV(s, s, new long[] {1, -1}, DataType.FLOAT32));
                     assertTrue(e.getMessage().contains("rank 1 has a negative length"), e.getMessage());
+                    e = assertThrows(IllegalArgumentException.class, () -> c.allReduce(s, 5, 16, ORDERED));
+                    assertTrue(e.getMessage().contains("the buffer has 64 bytes, 5 items of 16 need 80"),
+                            e.getMessage());
+                    e = assertThrows(IllegalArgumentException.class, () -> c.allReduce(s, 1, 0, ORDERED));
+                    assertTrue(e.getMessage().contains("itemBytes >= 1"), e.getMessage());
                     e = assertThrows(IllegalArgumentException.class,
                             () -> c.reduceScatterV(s, s, new long[] {10, 10}, DataType.FLOAT32, ReduceOp.SUM));
                     assertTrue(e.getMessage().contains("send holds 64 bytes, its blocks need 80"), e.getMessage());

@@ -224,6 +224,13 @@ public final class CommunicatorImpl implements Communicator {
     }
 
     @Override
+    public void allReduce(MemorySegment buffer, long itemCount, int itemBytes, ItemReducer reducer) {
+        synchronized (variableBlocks) {
+            variableBlocks.allReduce(buffer, itemCount, itemBytes, reducer);
+        }
+    }
+
+    @Override
     public void barrier() {
         Schedule s = plans.plan(Collective.BARRIER, 0, DataType.UINT8, 0);
         runInIssueOrder(() -> runSchedule(s, MemorySegment.NULL, MemorySegment.NULL, DataType.UINT8, null));

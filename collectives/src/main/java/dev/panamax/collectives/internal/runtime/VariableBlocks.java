@@ -89,6 +89,37 @@ final class VariableBlocks {
         MemorySegment.copy(acc, 0, recv, 0, ownBytes);
     }
 
+    /**
+     * In-place all-reduce of opaque items: the items cut into near-equal blocks, one per rank, reduced
+     * by {@link #reduceScatter(MemorySegment, MemorySegment, long[], int, ItemReducer)} (rank order,
+     * the same bits on every rank) and all-gathered back as bytes.
+     */
+    void allReduce(MemorySegment buffer, long itemCount, int itemBytes, ItemReducer reducer) {
+        Objects.requireNonNull(reducer, "reducer");
+        if (itemCount < 0 || itemBytes < 1) {
+            throw new IllegalArgumentException("allReduce(ItemReducer): itemCount must be >= 0 and itemBytes >= 1: "
+                    + itemCount + ", " + itemBytes);
+        }
+        int n = c.size();
+        long[] items = new long[n];
+        long[] bytes = new long[n];
+        long mine = 0;
+        for (int r = 0; r < n; r++) {
+            items[r] = itemCount / n + (r < itemCount % n ? 1 : 0);
+            bytes[r] = items[r] * itemBytes;
+            if (r < c.rank()) {
+                mine += bytes[r];
+            }
+        }
+        if (buffer.byteSize() < Math.multiplyExact(itemCount, (long) itemBytes)) {
+            throw new IllegalArgumentException("allReduce(ItemReducer): the buffer has " + buffer.byteSize()
+                    + " bytes, " + itemCount + " items of " + itemBytes + " need " + itemCount * itemBytes);
+        }
+        MemorySegment own = buffer.asSlice(mine, bytes[c.rank()]);
+        reduceScatter(buffer, own, items, itemBytes, reducer);
+        allGather(own, buffer, bytes, DataType.UINT8);
+    }
+
     /** Where each rank's block lies: packed one after the other, and in slots of the longest block's length. */
     private record Layout(String call, long[] counts, long[] offsets, long total, long longest, boolean equal,
             long unitBytes, long slotBytes) {
