@@ -111,6 +111,18 @@ public interface Communicator extends AutoCloseable {
      */
     void allReduce(MemorySegment buffer, long itemCount, int itemBytes, ItemReducer reducer);
 
+    /**
+     * Reduce of opaque items to {@code root} with a user-defined reduction: {@code send} holds
+     * {@code itemCount} items of {@code itemBytes} bytes; afterwards root's {@code recv} holds, item by
+     * item, the rank-order fold as {@link #allReduce(MemorySegment, long, int, ItemReducer)} computes it
+     * ({@code recv} is used only at the root and may be {@code send} there). Runs as the item
+     * reduce-scatter over near-equal blocks, then each rank sends its block to the root.
+     *
+     * @throws IllegalArgumentException as {@link #allReduce(MemorySegment, long, int, ItemReducer)}, or
+     *                                  when {@code root} is not a rank
+     */
+    void reduce(MemorySegment send, MemorySegment recv, long itemCount, int itemBytes, ItemReducer reducer, int root);
+
     /** Copies root's {@code send} into every rank's {@code recv} ({@code send} is read only at root). */
     void broadcast(MemorySegment send, MemorySegment recv, long count, DataType type, int root);
 

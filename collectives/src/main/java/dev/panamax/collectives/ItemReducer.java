@@ -5,7 +5,8 @@ import java.lang.foreign.MemorySegment;
 /**
  * A user-defined reduction over opaque items of a fixed byte size (a histogram entry, a struct),
  * for {@link Communicator#reduceScatterV(MemorySegment, MemorySegment, long[], int, ItemReducer)} and
- * {@link Communicator#allReduce(MemorySegment, long, int, ItemReducer)}.
+ * {@link Communicator#allReduce(MemorySegment, long, int, ItemReducer)} and
+ * {@link Communicator#reduce(MemorySegment, MemorySegment, long, int, ItemReducer, int)}.
  * It must be associative over the items it is given; the collectives apply it in a fixed order,
  * so the result is the same run to run. Either Java code over the segments, or a C function through
  * {@link #ofNative}.

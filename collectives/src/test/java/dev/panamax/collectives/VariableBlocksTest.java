@@ -29,8 +29,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The variable-block collectives (reduce-scatter-v, all-gather-v, reduce-scatter-v and all-reduce with
- * a user reduction) on every transport of the contract suite and 1-8 ranks, element by element against
+ * The variable-block collectives (reduce-scatter-v, all-gather-v; reduce-scatter-v, all-reduce and
+ * reduce with a user reduction) on every transport of the contract suite and 1-8 ranks, element by element against
  * {@link Reference}: block lengths equal, with zeros, primes, one long block, and random; item counts
  * 0, 1, fewer than the ranks, a prime and a large one.
  */
@@ -84,6 +84,8 @@ class VariableBlocksTest {
                     }
                     for (long items : new long[] {0, 1, Math.max(0, n - 1), 13, 1001}) {
                         itemAllReduce(c, arena, items, failures);
+                        itemReduce(c, arena, items, 0, false, failures);
+                        itemReduce(c, arena, items, n - 1, true, failures);
                     }
                     c.barrier();
                 }
@@ -233,6 +235,35 @@ class VariableBlocksTest {
         }
     }
 
+    /** reduce(ItemReducer) to {@code root}, in place there or not: root's items are the rank-order folds. */
+    static void itemReduce(Communicator c, Arena arena, long items, int root, boolean inPlace, List<String> failures) {
+        MemorySegment send = arena.allocate(Math.max(1, items * ITEM_BYTES), 64);
+        for (long i = 0; i < items; i++) {
+            send.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES, item(c.rank(), i));
+            send.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES + 8, 1);
+        }
+        MemorySegment recv = inPlace ? send : c.rank() == root ? arena.allocate(Math.max(1, items * ITEM_BYTES), 64)
+                : MemorySegment.NULL;
+        c.reduce(send, recv, items, ITEM_BYTES, ORDERED, root);
+        if (c.rank() != root) {
+            return;
+        }
+        for (long i = 0; i < items; i++) {
+            long want = item(0, i);
+            for (int r = 1; r < c.size(); r++) {
+                want = want * 31 + item(r, i);
+            }
+            long got = recv.get(ValueLayout.JAVA_LONG, i * ITEM_BYTES);
+            long contributions = recv.get(ValueLayout.JAVA_LONG, i * ITEM_BYTES + 8);
+            if (got != want || contributions != c.size()) {
+                failures.add("reduce(ItemReducer) to " + root + (inPlace ? " in place" : "") + ", rank " + c.rank()
+                        + "/" + c.size() + " " + items + " items: item " + i + " is (" + got + ", " + contributions
+                        + "), expected (" + want + ", " + c.size() + ")");
+                return;
+            }
+        }
+    }
+
     /** ORDERED as the C function {@code void f(const void*, void*, int32_t itemBytes, int64_t itemCount)}. */
     static void orderedUpcall(MemorySegment in, MemorySegment inout, int itemBytes, long itemCount) {
         if (itemBytes != ITEM_BYTES) {
@@ -295,6 +326,8 @@ class VariableBlocksTest {
                             e.getMessage());
                     e = assertThrows(IllegalArgumentException.class, () -> c.allReduce(s, 1, 0, ORDERED));
                     assertTrue(e.getMessage().contains("itemBytes >= 1"), e.getMessage());
+                    e = assertThrows(IllegalArgumentException.class, () -> c.reduce(s, s, 1, 16, ORDERED, 2));
+                    assertTrue(e.getMessage().contains("root 2 is not a rank of 2"), e.getMessage());
                     e = assertThrows(IllegalArgumentException.class,
                             () -> c.reduceScatterV(s, s, new long[] {10, 10}, DataType.FLOAT32, ReduceOp.SUM));
                     assertTrue(e.getMessage().contains("send holds 64 bytes, its blocks need 80"), e.getMessage());

@@ -231,6 +231,14 @@ public final class CommunicatorImpl implements Communicator {
     }
 
     @Override
+    public void reduce(MemorySegment send, MemorySegment recv, long itemCount, int itemBytes, ItemReducer reducer,
+            int root) {
+        synchronized (variableBlocks) {
+            variableBlocks.reduce(send, recv, itemCount, itemBytes, reducer, root);
+        }
+    }
+
+    @Override
     public void barrier() {
         Schedule s = plans.plan(Collective.BARRIER, 0, DataType.UINT8, 0);
         runInIssueOrder(() -> runSchedule(s, MemorySegment.NULL, MemorySegment.NULL, DataType.UINT8, null));

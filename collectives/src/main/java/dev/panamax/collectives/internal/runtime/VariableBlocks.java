@@ -22,6 +22,8 @@ import java.util.Objects;
 final class VariableBlocks {
     private static final int SEND_SLOTS = 0;
     private static final int RECV_SLOTS = 1;
+    /** A non-root rank's folded block in an item reduce. */
+    private static final int OWN_BLOCK = 2;
 
     private final Communicator c;
     private final ScratchBuffers scratch;
@@ -95,29 +97,79 @@ final class VariableBlocks {
      * the same bits on every rank) and all-gathered back as bytes.
      */
     void allReduce(MemorySegment buffer, long itemCount, int itemBytes, ItemReducer reducer) {
-        Objects.requireNonNull(reducer, "reducer");
-        if (itemCount < 0 || itemBytes < 1) {
-            throw new IllegalArgumentException("allReduce(ItemReducer): itemCount must be >= 0 and itemBytes >= 1: "
-                    + itemCount + ", " + itemBytes);
+        ItemBlocks blocks = ItemBlocks.of(c, "allReduce(ItemReducer)", itemCount, itemBytes, reducer);
+        blocks.checkBuffer("the buffer", buffer);
+        MemorySegment own = blocks.own(buffer);
+        reduceScatter(buffer, own, blocks.items(), itemBytes, reducer);
+        allGather(own, buffer, blocks.bytes(), DataType.UINT8);
+    }
+
+    /**
+     * Reduce of opaque items to {@code root}: the same item reduce-scatter, then every rank sends its
+     * folded block to the root, which receives them in place; {@code recv} is used only at the root.
+     */
+    void reduce(MemorySegment send, MemorySegment recv, long itemCount, int itemBytes, ItemReducer reducer,
+            int root) {
+        ItemBlocks blocks = ItemBlocks.of(c, "reduce(ItemReducer)", itemCount, itemBytes, reducer);
+        if (root < 0 || root >= c.size()) {
+            throw new IllegalArgumentException("reduce(ItemReducer): root " + root + " is not a rank of "
+                    + c.size());
         }
-        int n = c.size();
-        long[] items = new long[n];
-        long[] bytes = new long[n];
-        long mine = 0;
-        for (int r = 0; r < n; r++) {
-            items[r] = itemCount / n + (r < itemCount % n ? 1 : 0);
-            bytes[r] = items[r] * itemBytes;
-            if (r < c.rank()) {
-                mine += bytes[r];
+        blocks.checkBuffer("send", send);
+        int me = c.rank();
+        if (me == root) {
+            blocks.checkBuffer("recv", recv);
+        }
+        MemorySegment own = me == root ? blocks.own(recv) : scratch.get(OWN_BLOCK, blocks.bytes()[me]);
+        reduceScatter(send, own, blocks.items(), itemBytes, reducer);
+        if (me != root) {
+            if (blocks.bytes()[me] > 0) {
+                c.send(own, blocks.bytes()[me], DataType.UINT8, root);
+            }
+            return;
+        }
+        for (int q = 0; q < c.size(); q++) {
+            if (q != root && blocks.bytes()[q] > 0) {
+                c.recv(recv.asSlice(blocks.offsets()[q], blocks.bytes()[q]), blocks.bytes()[q], DataType.UINT8, q);
             }
         }
-        if (buffer.byteSize() < Math.multiplyExact(itemCount, (long) itemBytes)) {
-            throw new IllegalArgumentException("allReduce(ItemReducer): the buffer has " + buffer.byteSize()
-                    + " bytes, " + itemCount + " items of " + itemBytes + " need " + itemCount * itemBytes);
+    }
+
+    /** Items cut into near-equal blocks, one per rank in rank order: their counts, byte lengths and byte offsets. */
+    private record ItemBlocks(String call, long itemCount, int itemBytes, long[] items, long[] bytes, long[] offsets,
+            int rank) {
+        static ItemBlocks of(Communicator c, String call, long itemCount, int itemBytes, ItemReducer reducer) {
+            Objects.requireNonNull(reducer, "reducer");
+            if (itemCount < 0 || itemBytes < 1) {
+                throw new IllegalArgumentException(call + ": itemCount must be >= 0 and itemBytes >= 1: " + itemCount
+                        + ", " + itemBytes);
+            }
+            Math.multiplyExact(itemCount, (long) itemBytes);
+            int n = c.size();
+            long[] items = new long[n];
+            long[] bytes = new long[n];
+            long[] offsets = new long[n];
+            long at = 0;
+            for (int r = 0; r < n; r++) {
+                items[r] = itemCount / n + (r < itemCount % n ? 1 : 0);
+                bytes[r] = items[r] * itemBytes;
+                offsets[r] = at;
+                at += bytes[r];
+            }
+            return new ItemBlocks(call, itemCount, itemBytes, items, bytes, offsets, c.rank());
         }
-        MemorySegment own = buffer.asSlice(mine, bytes[c.rank()]);
-        reduceScatter(buffer, own, items, itemBytes, reducer);
-        allGather(own, buffer, bytes, DataType.UINT8);
+
+        void checkBuffer(String name, MemorySegment buffer) {
+            if (buffer.byteSize() < itemCount * itemBytes) {
+                throw new IllegalArgumentException(call + ": " + name + " has " + buffer.byteSize() + " bytes, "
+                        + itemCount + " items of " + itemBytes + " need " + itemCount * itemBytes);
+            }
+        }
+
+        /** This rank's block of a buffer holding all the items. */
+        MemorySegment own(MemorySegment buffer) {
+            return buffer.asSlice(offsets[rank], bytes[rank]);
+        }
     }
 
     /** Where each rank's block lies: packed one after the other, and in slots of the longest block's length. */
