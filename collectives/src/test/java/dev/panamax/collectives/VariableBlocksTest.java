@@ -187,80 +187,61 @@ class VariableBlocksTest {
 
     static void itemReduceScatterV(Communicator c, Arena arena, long[] counts, ItemReducer reducer,
             List<String> failures) {
-        long total = Arrays.stream(counts).sum();
         long own = counts[c.rank()];
-        long first = offsets(counts)[c.rank()];
-        MemorySegment send = arena.allocate(Math.max(1, total * ITEM_BYTES), 64);
-        for (long i = 0; i < total; i++) {
-            send.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES, item(c.rank(), i));
-            send.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES + 8, 1);
-        }
+        MemorySegment send = items(c, arena, Arrays.stream(counts).sum());
         MemorySegment recv = arena.allocate(Math.max(1, own * ITEM_BYTES), 64);
         c.reduceScatterV(send, recv, counts, ITEM_BYTES, reducer);
-        for (long j = 0; j < own; j++) {
+        addIfWrong(failures, wrongFold(c, recv, offsets(counts)[c.rank()], own),
+                what(c, "reduceScatterV(ItemReducer)", counts, DataType.UINT8, null));
+    }
+
+    /** {@code count} items of this rank: (item(rank, i), 1). */
+    private static MemorySegment items(Communicator c, Arena arena, long count) {
+        MemorySegment s = arena.allocate(Math.max(1, count * ITEM_BYTES), 64);
+        for (long i = 0; i < count; i++) {
+            s.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES, item(c.rank(), i));
+            s.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES + 8, 1);
+        }
+        return s;
+    }
+
+    /**
+     * Null when item j of {@code result} is the rank-order fold by ORDERED of every rank's item
+     * {@code first + j}, counted once per rank, for j below {@code count}; else the first wrong item.
+     */
+    private static String wrongFold(Communicator c, MemorySegment result, long first, long count) {
+        for (long j = 0; j < count; j++) {
             long want = item(0, first + j);
             for (int r = 1; r < c.size(); r++) {
                 want = want * 31 + item(r, first + j);
             }
-            long got = recv.get(ValueLayout.JAVA_LONG, j * ITEM_BYTES);
-            long contributions = recv.get(ValueLayout.JAVA_LONG, j * ITEM_BYTES + 8);
+            long got = result.get(ValueLayout.JAVA_LONG, j * ITEM_BYTES);
+            long contributions = result.get(ValueLayout.JAVA_LONG, j * ITEM_BYTES + 8);
             if (got != want || contributions != c.size()) {
-                failures.add(what(c, "reduceScatterV(ItemReducer)", counts, DataType.UINT8, null) + ": item " + j
-                        + " is (" + got + ", " + contributions + "), expected (" + want + ", " + c.size() + ")");
-                return;
+                return "item " + j + " is (" + got + ", " + contributions + "), expected (" + want + ", " + c.size()
+                        + ")";
             }
         }
+        return null;
     }
 
     /** allReduce(ItemReducer) in place: every item is the rank-order fold of every rank's item, on every rank. */
     static void itemAllReduce(Communicator c, Arena arena, long items, List<String> failures) {
-        MemorySegment buffer = arena.allocate(Math.max(1, items * ITEM_BYTES), 64);
-        for (long i = 0; i < items; i++) {
-            buffer.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES, item(c.rank(), i));
-            buffer.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES + 8, 1);
-        }
+        MemorySegment buffer = items(c, arena, items);
         c.allReduce(buffer, items, ITEM_BYTES, ORDERED);
-        for (long i = 0; i < items; i++) {
-            long want = item(0, i);
-            for (int r = 1; r < c.size(); r++) {
-                want = want * 31 + item(r, i);
-            }
-            long got = buffer.get(ValueLayout.JAVA_LONG, i * ITEM_BYTES);
-            long contributions = buffer.get(ValueLayout.JAVA_LONG, i * ITEM_BYTES + 8);
-            if (got != want || contributions != c.size()) {
-                failures.add("allReduce(ItemReducer) rank " + c.rank() + "/" + c.size() + " " + items + " items: item "
-                        + i + " is (" + got + ", " + contributions + "), expected (" + want + ", " + c.size() + ")");
-                return;
-            }
-        }
+        addIfWrong(failures, wrongFold(c, buffer, 0, items),
+                "allReduce(ItemReducer) rank " + c.rank() + "/" + c.size() + " " + items + " items");
     }
 
     /** reduce(ItemReducer) to {@code root}, in place there or not: root's items are the rank-order folds. */
     static void itemReduce(Communicator c, Arena arena, long items, int root, boolean inPlace, List<String> failures) {
-        MemorySegment send = arena.allocate(Math.max(1, items * ITEM_BYTES), 64);
-        for (long i = 0; i < items; i++) {
-            send.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES, item(c.rank(), i));
-            send.set(ValueLayout.JAVA_LONG, i * ITEM_BYTES + 8, 1);
-        }
+        MemorySegment send = items(c, arena, items);
         MemorySegment recv = inPlace ? send : c.rank() == root ? arena.allocate(Math.max(1, items * ITEM_BYTES), 64)
                 : MemorySegment.NULL;
         c.reduce(send, recv, items, ITEM_BYTES, ORDERED, root);
-        if (c.rank() != root) {
-            return;
-        }
-        for (long i = 0; i < items; i++) {
-            long want = item(0, i);
-            for (int r = 1; r < c.size(); r++) {
-                want = want * 31 + item(r, i);
-            }
-            long got = recv.get(ValueLayout.JAVA_LONG, i * ITEM_BYTES);
-            long contributions = recv.get(ValueLayout.JAVA_LONG, i * ITEM_BYTES + 8);
-            if (got != want || contributions != c.size()) {
-                failures.add("reduce(ItemReducer) to " + root + (inPlace ? " in place" : "") + ", rank " + c.rank()
-                        + "/" + c.size() + " " + items + " items: item " + i + " is (" + got + ", " + contributions
-                        + "), expected (" + want + ", " + c.size() + ")");
-                return;
-            }
+        if (c.rank() == root) {
+            addIfWrong(failures, wrongFold(c, recv, 0, items), "reduce(ItemReducer) to " + root
+                    + (inPlace ? " in place" : "") + ", rank " + c.rank() + "/" + c.size() + " " + items + " items");
         }
     }
 

@@ -84,17 +84,8 @@ public final class TwoLevel implements Algorithm {
         }
         // 2. leaders all-reduce the node sums (in place in recv).
         if (me == 0) {
-            int[] lead = new int[leaders];
-            int li = -1;
-            for (int i = 0, k = 0; i < n; i++) {
-                int q = t.rankAt(i);
-                if (t.coordinate(q, 0) == 0) {
-                    if (q == r) {
-                        li = k;
-                    }
-                    lead[k++] = q;
-                }
-            }
+            int[] lead = leaders(t);
+            int li = leaderIndex(t, lead, r);
             if (Costs.isPowerOfTwo(leaders)) {
                 SchedulePatterns.halvingReduceScatter(b, "leaders reduce-scatter", lead, li, 0, c, Slice.RECV);
                 long[] own = SchedulePatterns.halvingOwned(0, c, leaders, li);
@@ -111,32 +102,38 @@ public final class TwoLevel implements Algorithm {
         Ring.chainBroadcast(b, node, me, 0, 0, c, p.elementBytes(), Slice.RECV);
     }
 
-    /** The leaders (coordinate 0 at level 0) in placement order; {@code [0]} is this rank's index among them. */
-    private static int[] leaders(Topology t, int r, int[] index) {
+    /** The leaders (coordinate 0 at level 0), in placement order. */
+    private static int[] leaders(Topology t) {
         int n = t.size();
         int[] lead = new int[n / t.fanout(0)];
-        index[0] = -1;
         for (int i = 0, k = 0; i < n; i++) {
             int q = t.rankAt(i);
             if (t.coordinate(q, 0) == 0) {
-                if (q == t.group(r, 0)[0]) {
-                    index[0] = k;
-                }
                 lead[k++] = q;
             }
         }
         return lead;
     }
 
+    /** The index among {@code lead} of rank r's leader (the first member of its node). */
+    private static int leaderIndex(Topology t, int[] lead, int r) {
+        int leader = t.group(r, 0)[0];
+        for (int k = 0; k < lead.length; k++) {
+            if (lead[k] == leader) {
+                return k;
+            }
+        }
+        throw new IllegalStateException("rank " + r + "'s leader " + leader + " is not among the leaders");
+    }
+
     /** Where rank q's block goes in node-major order: its leader's index times p0, plus its node coordinate. */
     private static int[] nodeMajor(Topology t) {
         int n = t.size();
         int p0 = t.fanout(0);
-        int[] index = new int[1];
+        int[] lead = leaders(t);
         int[] pos = new int[n];
         for (int q = 0; q < n; q++) {
-            leaders(t, q, index);
-            pos[q] = index[0] * p0 + t.coordinate(q, 0);
+            pos[q] = leaderIndex(t, lead, q) * p0 + t.coordinate(q, 0);
         }
         return pos;
     }
@@ -186,9 +183,8 @@ public final class TwoLevel implements Algorithm {
             }
         }
         if (me == 0) {
-            int[] index = new int[1];
-            int[] lead = leaders(t, r, index);
-            int li = index[0];
+            int[] lead = leaders(t);
+            int li = leaderIndex(t, lead, r);
             if (leaderCount == 1) {
                 // one node: the node's reduction is the whole result
             } else if (Costs.isPowerOfTwo(leaderCount)) {
@@ -233,12 +229,12 @@ public final class TwoLevel implements Algorithm {
             for (int q = 1; q < p0; q++) {
                 b.recv(node[q], new Slice(buffer, pos[node[q]] * c, c));
             }
-            int[] index = new int[1];
-            int[] lead = leaders(t, r, index);
+            int[] lead = leaders(t);
+            int li = leaderIndex(t, lead, r);
             if (Costs.isPowerOfTwo(leaderCount)) {
-                SchedulePatterns.doublingAllGather(b, "leaders all-gather", lead, index[0], 0, total, buffer);
+                SchedulePatterns.doublingAllGather(b, "leaders all-gather", lead, li, 0, total, buffer);
             } else {
-                SchedulePatterns.ringAllGather(b, "leaders all-gather", lead, index[0], 0, total, buffer);
+                SchedulePatterns.ringAllGather(b, "leaders all-gather", lead, li, 0, total, buffer);
             }
             if (!identity) {
                 SchedulePatterns.unpermuteBlocks(b, "NCCL order", pos, c, buffer, Slice.RECV);
@@ -285,8 +281,7 @@ public final class TwoLevel implements Algorithm {
             }
         }
         if (leaders > 1) {
-            int[] index = new int[1];
-            int[] lead = leaders(t, 0, index);
+            int[] lead = leaders(t);
             double lt;
             String lf;
             if (Costs.isPowerOfTwo(leaders)) {
@@ -341,13 +336,7 @@ public final class TwoLevel implements Algorithm {
                     .append(") (eq. 1) + gather alpha + (p0-1)/p0*N/w + chain (pieces+p0-2)*(alpha + N/pieces/w)");
         }
         if (leaders > 1) {
-            int[] lead = new int[leaders];
-            for (int i = 0, k = 0; i < n; i++) {
-                int q = t.rankAt(i);
-                if (t.coordinate(q, 0) == 0) {
-                    lead[k++] = q;
-                }
-            }
+            int[] lead = leaders(t);
             double lt;
             String lf;
             if (Costs.isPowerOfTwo(leaders)) {

@@ -136,15 +136,14 @@ final class VariableBlocks {
     }
 
     /** Items cut into near-equal blocks, one per rank in rank order: their counts, byte lengths and byte offsets. */
-    private record ItemBlocks(String call, long itemCount, int itemBytes, long[] items, long[] bytes, long[] offsets,
-            int rank) {
+    private record ItemBlocks(String call, long itemCount, int itemBytes, long totalBytes, long[] items, long[] bytes,
+            long[] offsets, int rank) {
         static ItemBlocks of(Communicator c, String call, long itemCount, int itemBytes, ItemReducer reducer) {
             Objects.requireNonNull(reducer, "reducer");
             if (itemCount < 0 || itemBytes < 1) {
                 throw new IllegalArgumentException(call + ": itemCount must be >= 0 and itemBytes >= 1: " + itemCount
                         + ", " + itemBytes);
             }
-            Math.multiplyExact(itemCount, (long) itemBytes);
             int n = c.size();
             long[] items = new long[n];
             long[] bytes = new long[n];
@@ -156,13 +155,14 @@ final class VariableBlocks {
                 offsets[r] = at;
                 at += bytes[r];
             }
-            return new ItemBlocks(call, itemCount, itemBytes, items, bytes, offsets, c.rank());
+            return new ItemBlocks(call, itemCount, itemBytes, Math.multiplyExact(itemCount, (long) itemBytes), items,
+                    bytes, offsets, c.rank());
         }
 
         void checkBuffer(String name, MemorySegment buffer) {
-            if (buffer.byteSize() < itemCount * itemBytes) {
+            if (buffer.byteSize() < totalBytes) {
                 throw new IllegalArgumentException(call + ": " + name + " has " + buffer.byteSize() + " bytes, "
-                        + itemCount + " items of " + itemBytes + " need " + itemCount * itemBytes);
+                        + itemCount + " items of " + itemBytes + " need " + totalBytes);
             }
         }
 
