@@ -283,13 +283,22 @@ public final class ShardedOptimizer implements AutoCloseable {
     }
 
     private void issue(int k) {
-        MemorySegment bucket = gradients.asSlice(bucketStart[k] * elementBytes, block[k] * comm.size() * elementBytes);
+        MemorySegment bucket = bucket(gradients, k);
         if (stage == Stage.GRADIENTS) {
-            MemorySegment mine = bucket.asSlice(comm.rank() * block[k] * elementBytes, block[k] * elementBytes);
-            inFlight.add(comm.reduceScatterAsync(bucket, mine, block[k], type, ReduceOp.AVG));
+            inFlight.add(comm.reduceScatterAsync(bucket, ownBlock(bucket, k), block[k], type, ReduceOp.AVG));
         } else {
             inFlight.add(comm.allReduceAsync(bucket, bucket, block[k] * comm.size(), type, ReduceOp.AVG));
         }
+    }
+
+    /** Bucket k of a flat buffer, padding included. */
+    private MemorySegment bucket(MemorySegment flat, int k) {
+        return flat.asSlice(bucketStart[k] * elementBytes, block[k] * comm.size() * elementBytes);
+    }
+
+    /** This rank's block of bucket k (a slice of {@link #bucket}). */
+    private MemorySegment ownBlock(MemorySegment bucket, int k) {
+        return bucket.asSlice(comm.rank() * block[k] * elementBytes, block[k] * elementBytes);
     }
 
     /**
@@ -323,10 +332,8 @@ public final class ShardedOptimizer implements AutoCloseable {
             write(scratchParameters, parameters, at, real);
         }
         for (int k = 0; k < block.length; k++) {
-            MemorySegment bucket = parameters.asSlice(bucketStart[k] * elementBytes,
-                    block[k] * comm.size() * elementBytes);
-            MemorySegment mine = bucket.asSlice(r * block[k] * elementBytes, block[k] * elementBytes);
-            inFlight.add(comm.allGatherAsync(mine, bucket, block[k], type));
+            MemorySegment bucket = bucket(parameters, k);
+            inFlight.add(comm.allGatherAsync(ownBlock(bucket, k), bucket, block[k], type));
         }
         awaitInFlight("gathering the parameters");
         Arrays.fill(marked, false);
