@@ -154,6 +154,10 @@ public final class PerfCommand implements Callable<Integer> {
     @Option(names = "--percentiles", description = "add p50, p99 and max iteration-time columns")
     boolean percentiles;
 
+    @Option(names = "--waits", description = "add how the waits idled per call (waits that idled, the share "
+            + "served while spinning, spins, yields, parks) and the spin of the latest wait, maximum over the ranks")
+    boolean waits;
+
     @Option(names = "--json", paramLabel = "FILE",
             description = "also write the results and the environment as JSON to FILE")
     Path json;

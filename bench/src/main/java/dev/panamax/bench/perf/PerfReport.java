@@ -64,7 +64,7 @@ final class PerfReport {
                         : fmt(cmd.stepFactor == null ? 2 : cmd.stepFactor) + "(factor)",
                 cmd.warmup, cmd.iters, cmd.check, fmt(cmd.timeoutSeconds));
         out.println("#");
-        out.println(Row.header(cmd.percentiles));
+        out.println(Row.header(cmd.percentiles, cmd.waits));
         out.flush();
     }
 
@@ -74,7 +74,7 @@ final class PerfReport {
             out.println("# -a " + row.algorithm());
         }
         lastAlgorithm = row.algorithm();
-        out.println(row.format(cmd.percentiles));
+        out.println(row.format(cmd.percentiles, cmd.waits));
         out.flush();
     }
 

@@ -17,6 +17,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import javax.management.ObjectName;
 import dev.panamax.collectives.Collective;
 
 /**
@@ -38,6 +39,8 @@ public final class PerfRunner {
     private final PerfConfig config;
     private final Target target;
     private final Histogram histogram = new Histogram(3);
+    /** This rank's communicator's JMX bean, for the {@code --waits} columns; null when JMX is off. */
+    private ObjectName waitBean;
 
     /** Measures the collective on host buffers of {@code comm}. */
     public PerfRunner(Communicator comm, PerfConfig config) {
@@ -94,6 +97,7 @@ public final class PerfRunner {
         }
         // The statistics and wrong-element counts travel over a communicator of their own with a fixed
         // algorithm, so they do not depend on (or disturb the schedule cache of) the algorithm measured.
+        waitBean = WaitCounts.beanOf(comm.rank());
         Communicator stats = comm.split(0, comm.rank());
         try (Arena arena = Arena.ofShared(); Target t = target != null ? target : new HostTarget(comm, config, arena)) {
             // Every schedule of the run is built before any message moves: an algorithm that cannot run
@@ -113,7 +117,7 @@ public final class PerfRunner {
                 predicted.put(alg, pr);
             }
             stats.setAlgorithm(Collective.ALL_REDUCE, "ring");
-            Buffers b = new Buffers(t, statsBuffer(arena, stats, 8 * Double.BYTES),
+            Buffers b = new Buffers(t, statsBuffer(arena, stats, 16 * Double.BYTES),
                     statsBuffer(arena, stats, Long.BYTES), stats);
             CheckData check = new CheckData(c, config.type(), config.op(), ranks, config.root());
             List<Row> rows = new ArrayList<>();
@@ -257,6 +261,7 @@ public final class PerfRunner {
         }
         comm.barrier();
         histogram.reset();
+        WaitCounts waitsBefore = WaitCounts.read(waitBean);
         long start = System.nanoTime();
         long last = start;
         for (int i = 0; i < iters; i++) {
@@ -266,19 +271,26 @@ public final class PerfRunner {
             last = now;
         }
         double timeUs = (last - start) / 1e3 / Math.max(1, iters);
+        WaitCounts waitsAfter = WaitCounts.read(waitBean);
         long wrong = -1;
         if (config.check()) {
             b.wrongs.set(ValueLayout.JAVA_LONG, 0, b.target.check(check, comm.rank(), count));
             b.statsComm.allReduce(b.wrongs, 1, DataType.INT64, ReduceOp.SUM);
             wrong = b.wrongs.get(ValueLayout.JAVA_LONG, 0);
         }
+        // -1 where this rank's counts are unknown (JMX off): any such rank drops the columns
+        double[] waits = waitsBefore == null || waitsAfter == null ? new double[] {-1, -1, -1, -1, -1, -1}
+                : waitsAfter.perCallSince(waitsBefore, iters);
         double[] mine = {timeUs, histogram.getMinValue() / 1e3, histogram.getValueAtPercentile(50) / 1e3,
-                histogram.getValueAtPercentile(99) / 1e3, histogram.getMaxValue() / 1e3};
+                histogram.getValueAtPercentile(99) / 1e3, histogram.getMaxValue() / 1e3, waits[0], -waits[1], waits[2],
+                waits[3], waits[4], waits[5]};
         MemorySegment.copy(mine, 0, b.stats, ValueLayout.JAVA_DOUBLE, 0, mine.length);
         b.statsComm.allReduce(b.stats, mine.length, DataType.FLOAT64, ReduceOp.MAX);
         double[] all = b.stats.asSlice(0, mine.length * Double.BYTES).toArray(ValueLayout.JAVA_DOUBLE);
+        // the share served spinning goes in negated, so that the maximum gives the smallest share
+        Row.Waits w = waits[0] < 0 ? null : new Row.Waits(all[5], -all[6], all[7], all[8], all[9], all[10]);
         return Row.of(c, count, ts, type.canonicalName(), config.redopName(), c.rooted() ? config.root() : -1, ranks,
-                all[0], wrong, all[1], all[2], all[3], all[4]);
+                all[0], wrong, all[1], all[2], all[3], all[4]).withWaits(w);
     }
 
     private MemorySegment statsBuffer(Arena arena, Communicator owner, long bytes) {

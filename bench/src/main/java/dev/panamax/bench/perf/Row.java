@@ -24,10 +24,25 @@ import java.util.Locale;
  *                  {@code blueconnect(2x2: ring,ring)}; for {@code auto} the planner's choice at this size)
  * @param predictedUs the cost model's prediction for this algorithm, size and topology in
  *                  microseconds ({@code CostModel.predict}), or null where there is no model
+ * @param waits     how the waits idled per call (maximum over the ranks), or null where unknown
  */
 public record Row(long size, long count, String type, String redop, int root, double timeUs, double algBw, double busBw,
                   long wrong, double minUs, double p50Us, double p99Us, double maxUs, String algorithm, String schedule,
-                  Double predictedUs) {
+                  Double predictedUs, Waits waits) {
+
+    /**
+     * How the timed calls' waits idled, per call, maximum over the ranks (the communicators' JMX counts).
+     *
+     * @param idlePerCall      waits per call that found a request pending and had to idle
+     * @param servedSpinning   the share of those waits that ended while spinning (the rest yielded or parked)
+     * @param spinsPerCall     spin rounds per call
+     * @param yieldsPerCall    yields of the CPU per call
+     * @param parksPerCall     20 us parks per call
+     * @param spinUs     how long the latest wait could spin (0 while the CPUs were contended)
+     */
+    public record Waits(double idlePerCall, double servedSpinning, double spinsPerCall, double yieldsPerCall,
+                        double parksPerCall, double spinUs) {
+    }
 
     /** Builds a row from the measured time, computing the bandwidths. */
     public static Row of(PerfCollective c, long count, int typeSize, String type, String redop, int root, int ranks,
@@ -36,21 +51,27 @@ public record Row(long size, long count, String type, String redop, int root, do
         double algBw = algBw(size, timeUs);
         return new Row(size, count, type, redop, root, timeUs, algBw, algBw * c.busBwFactor(ranks), wrong, minUs, p50Us,
                 p99Us, maxUs,
-                "", "", null);
+                "", "", null, null);
     }
 
     /** This row labelled with the algorithm asked for and the one its schedule ran. */
     public Row withAlgorithm(String algorithm, String schedule) {
         return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs,
                 algorithm, schedule,
-                predictedUs);
+                predictedUs, waits);
     }
 
     /** This row with the cost model's prediction. */
     public Row withPrediction(Double predictedUs) {
         return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs,
                 algorithm, schedule,
-                predictedUs);
+                predictedUs, waits);
+    }
+
+    /** This row with its waits' idle counts. */
+    public Row withWaits(Waits waits) {
+        return new Row(size, count, type, redop, root, timeUs, algBw, busBw, wrong, minUs, p50Us, p99Us, maxUs,
+                algorithm, schedule, predictedUs, waits);
     }
 
     /**
@@ -72,6 +93,11 @@ public record Row(long size, long count, String type, String redop, int root, do
 
     /** The column header lines (two), with or without the percentile columns; the algorithm column comes last. */
     public static String header(boolean percentiles) {
+        return header(percentiles, false);
+    }
+
+    /** The column header lines, with or without the percentile and the {@code --waits} columns. */
+    public static String header(boolean percentiles, boolean waits) {
         String names = String.format(Locale.ROOT, "#%11s %13s %9s %7s %10s %8s %8s %7s", "size", "count", "type",
                 "redop", "time", "algbw", "busbw", "#wrong");
         String units = String.format(Locale.ROOT, "#%11s %13s %9s %7s %10s %8s %8s %7s", "(B)", "(elements)", "", "",
@@ -80,17 +106,34 @@ public record Row(long size, long count, String type, String redop, int root, do
             names += String.format(Locale.ROOT, " %10s %10s %10s", "p50", "p99", "max");
             units += String.format(Locale.ROOT, " %10s %10s %10s", "(us)", "(us)", "(us)");
         }
+        if (waits) {
+            names += String.format(Locale.ROOT, " %7s %6s %8s %8s %7s %7s", "idle", "spun", "spins", "yields",
+                    "parks", "spin");
+            units += String.format(Locale.ROOT, " %7s %6s %8s %8s %7s %7s", "(/call)", "(%)", "(/call)", "(/call)",
+                    "(/call)", "(us)");
+        }
         names += "  algorithm";
         return names + System.lineSeparator() + units;
     }
 
     /** The row as a table line aligned with {@link #header}. */
     public String format(boolean percentiles) {
+        return format(percentiles, false);
+    }
+
+    /** The row as a table line aligned with {@link #header(boolean, boolean)}. */
+    public String format(boolean percentiles, boolean withWaits) {
         String line = String.format(Locale.ROOT, "%12d %13d %9s %7s %10s %8.2f %8.2f %7s", size, count, type, redop,
                 time(timeUs),
                 algBw, busBw, wrong < 0 ? "N/A" : Long.toString(wrong));
         if (percentiles) {
             line += String.format(Locale.ROOT, " %10s %10s %10s", time(p50Us), time(p99Us), time(maxUs));
+        }
+        if (withWaits) {
+            line += waits == null ? String.format(Locale.ROOT, " %7s %6s %8s %8s %7s %7s", "-", "-", "-", "-", "-", "-")
+                    : String.format(Locale.ROOT, " %7.2f %6.1f %8.1f %8.2f %7.2f %7.1f", waits.idlePerCall,
+                    100 * waits.servedSpinning, waits.spinsPerCall, waits.yieldsPerCall, waits.parksPerCall,
+                    waits.spinUs);
         }
         return line + "  " + algorithmColumn();
     }

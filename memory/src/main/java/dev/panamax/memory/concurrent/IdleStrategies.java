@@ -50,4 +50,14 @@ public final class IdleStrategies {
     public static IdleStrategy timedBackoff(boolean oversubscribed) {
         return new TimedBackoffIdleStrategy(oversubscribed);
     }
+
+    /**
+     * Spins for a budget learned from past waits (large while waits end while spinning, zero while they do
+     * not), then yields, then parks 20 us at a time ({@link AdaptiveBackoffIdleStrategy}): for waits on a
+     * flag another process sets, on CPUs that may be shared. {@code oversubscribed}: the host runs more
+     * waiting threads than CPUs, so start without spinning and yield longer before parking.
+     */
+    public static AdaptiveBackoffIdleStrategy adaptiveBackoff(boolean oversubscribed) {
+        return new AdaptiveBackoffIdleStrategy(oversubscribed);
+    }
 }

@@ -12,7 +12,7 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 
 /**
- * The few libc calls Panamax makes itself (memfd_create, close, strerror), with
+ * The few libc calls Panamax makes itself (memfd_create, close, strerror, getrusage), with
  * errno captured per call through {@link Linker.Option#captureCallState}.
  */
 public final class Libc {
@@ -30,6 +30,21 @@ public final class Libc {
             FunctionDescriptor.of(ValueLayout.ADDRESS.withTargetLayout(MemoryLayout.sequenceLayout(1024,
                     ValueLayout.JAVA_BYTE)),
                     ValueLayout.JAVA_INT));
+
+    // int getrusage(int who, struct rusage *usage); no errno needed: a failure only means "unknown"
+    private static final MethodHandle GETRUSAGE = downcall("getrusage",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS),
+            Linker.Option.critical(false));
+    /** RUSAGE_THREAD from sys/resource.h (Linux): the calling thread's usage. */
+    private static final int RUSAGE_THREAD = 1;
+    /**
+     * {@code sizeof(struct rusage)} on 64-bit Linux: {@code struct timeval ru_utime, ru_stime} (16 bytes
+     * each), then 14 {@code long} fields ending with {@code ru_nvcsw, ru_nivcsw}.
+     */
+    public static final long RUSAGE_BYTES = 144;
+    private static final long RU_NIVCSW = 136;
+    private static final boolean IS_LINUX_64 = System.getProperty("os.name", "").startsWith("Linux")
+            && ValueLayout.ADDRESS.byteSize() == 8;
 
     /** MFD_CLOEXEC from linux/memfd.h. */
     public static final int MFD_CLOEXEC = 1;
@@ -76,6 +91,24 @@ public final class Libc {
 
     private static int errno(MemorySegment state) {
         return (int) ERRNO.get(state, 0L);
+    }
+
+    /**
+     * How many times the calling thread has been switched off its CPU while it could still run
+     * ({@code ru_nivcsw} of {@code getrusage(RUSAGE_THREAD)}: preemptions, and yields that let another thread
+     * run); -1 where that is not available (not 64-bit Linux). {@code buffer} holds {@link #RUSAGE_BYTES}
+     * bytes and is overwritten; nothing is allocated.
+     */
+    public static long involuntaryContextSwitches(MemorySegment buffer) {
+        if (GETRUSAGE == null || !IS_LINUX_64) {
+            return -1;
+        }
+        try {
+            int rc = (int) GETRUSAGE.invokeExact(RUSAGE_THREAD, buffer);
+            return rc == 0 ? buffer.get(ValueLayout.JAVA_LONG, RU_NIVCSW) : -1;
+        } catch (Throwable t) {
+            return -1;
+        }
     }
 
     /** The text of {@code strerror(errnum)}. */

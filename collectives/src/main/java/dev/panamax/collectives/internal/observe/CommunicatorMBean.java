@@ -2,6 +2,7 @@ package dev.panamax.collectives.internal.observe;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.internal.config.Settings;
+import dev.panamax.memory.concurrent.AdaptiveBackoffIdleStrategy.Counts;
 
 import java.lang.management.ManagementFactory;
 import java.util.TreeSet;
@@ -24,10 +25,13 @@ import javax.management.ReflectionException;
  * The JMX view of one communicator, {@code dev.panamax:type=Communicator,rank=R,id=N} (N unique in
  * the JVM, so split communicators get their own), registered when the communicator is created and
  * unregistered when it is closed. Read-only attributes: {@code Rank}, {@code Size}, {@code Id},
- * {@code Transports}, {@code TimeoutSeconds}, {@code Closed} and {@code InFlight} (the collective
+ * {@code Transports}, {@code TimeoutSeconds}, {@code Closed}, {@code InFlight} (the collective
  * in progress, its algorithm and stage, and the requests it has been waiting on and for how long;
- * empty when idle). {@code InFlight} is read racily from the running thread's plain fields (see the
- * runtime's progress loop): no cost on the collective, at worst a snapshot that straddles two stages.
+ * empty when idle), and how its waits idled: {@code SpinNanos} (of the latest wait), {@code IdleWaits},
+ * {@code WaitsServedSpinning}, {@code Spins}, {@code Yields}, {@code Parks} and
+ * {@code PreemptedSpins} (totals so far). These are read racily from the running thread's plain
+ * fields (see the runtime's progress loop): no cost on the collective, at worst a snapshot that
+ * straddles two stages.
  *
  * <p>A dynamic MBean, so the JMX introspector needs no access to this (unexported) package.
  * {@code -Dpanamax.jmx=false} turns the registration off.
@@ -50,6 +54,15 @@ public final class CommunicatorMBean implements DynamicMBean {
                     attribute("InFlight", "java.lang.String",
                             "the collective in progress with its algorithm and stage, and the requests waited on and "
                                     + "for how long; empty when idle"),
+                    attribute("SpinNanos", "long",
+                            "how long the latest wait could spin before yielding (0 while the CPUs are contended)"),
+                    attribute("IdleWaits", "long", "the waits that had to idle, so far"),
+                    attribute("WaitsServedSpinning", "long", "of those, the waits that ended while spinning"),
+                    attribute("Spins", "long", "idles spent spinning, so far"),
+                    attribute("Yields", "long", "idles spent yielding the CPU, so far"),
+                    attribute("Parks", "long", "idles spent parking (20 us each), so far"),
+                    attribute("PreemptedSpins", "long",
+                            "spins the kernel preempted, so far (each stops spinning for a while)"),
             }, null, null, null);
 
     /** The next communicator id of this JVM. */
@@ -59,25 +72,28 @@ public final class CommunicatorMBean implements DynamicMBean {
 
     private final Communicator comm;
     private final Supplier<String> inFlight;
+    private final Supplier<Counts> waits;
     private final long id;
     private final BooleanSupplier closed;
     private ObjectName name;
 
-    private CommunicatorMBean(Communicator comm, Supplier<String> inFlight, long id, BooleanSupplier closed) {
+    private CommunicatorMBean(Communicator comm, Supplier<String> inFlight, Supplier<Counts> waits, long id,
+            BooleanSupplier closed) {
         this.comm = comm;
         this.inFlight = inFlight;
+        this.waits = waits;
         this.id = id;
         this.closed = closed;
     }
 
     /** Registers the bean of {@code comm} with the platform MBean server; null when turned off or when it fails
      * (logged). */
-    public static CommunicatorMBean register(Communicator comm, Supplier<String> inFlight, long id,
-            BooleanSupplier closed) {
+    public static CommunicatorMBean register(Communicator comm, Supplier<String> inFlight, Supplier<Counts> waits,
+            long id, BooleanSupplier closed) {
         if (!ENABLED) {
             return null;
         }
-        CommunicatorMBean bean = new CommunicatorMBean(comm, inFlight, id, closed);
+        CommunicatorMBean bean = new CommunicatorMBean(comm, inFlight, waits, id, closed);
         try {
             ObjectName n = objectName(comm.rank(), id);
             ManagementFactory.getPlatformMBeanServer().registerMBean(bean, n);
@@ -132,6 +148,13 @@ public final class CommunicatorMBean implements DynamicMBean {
             case "TimeoutSeconds" -> comm.timeoutNanos() / 1e9;
             case "Closed" -> closed.getAsBoolean();
             case "InFlight" -> inFlight.get();
+            case "SpinNanos" -> waits.get().spinNanos();
+            case "IdleWaits" -> waits.get().waits();
+            case "WaitsServedSpinning" -> waits.get().servedSpinning();
+            case "Spins" -> waits.get().spins();
+            case "Yields" -> waits.get().yields();
+            case "Parks" -> waits.get().parks();
+            case "PreemptedSpins" -> waits.get().preemptedSpins();
             default -> throw new AttributeNotFoundException(attribute);
         };
     }

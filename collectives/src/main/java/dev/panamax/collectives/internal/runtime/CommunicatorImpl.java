@@ -97,7 +97,7 @@ public final class CommunicatorImpl implements Communicator {
         this.variableBlocks = new VariableBlocks(this, variableScratch);
         this.id = CommunicatorMBean.nextId();
         this.executor = new ScheduleExecutor(links, loop, scratch, id, registrar);
-        this.mbean = CommunicatorMBean.register(this, loop::inFlight, id, () -> closed);
+        this.mbean = CommunicatorMBean.register(this, loop::inFlight, loop::waits, id, () -> closed);
     }
 
     @Override

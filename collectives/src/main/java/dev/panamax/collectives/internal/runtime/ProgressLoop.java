@@ -4,7 +4,8 @@ import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
-import dev.panamax.memory.concurrent.TimedBackoffIdleStrategy;
+import dev.panamax.memory.concurrent.AdaptiveBackoffIdleStrategy;
+import dev.panamax.memory.concurrent.IdleStrategies;
 
 import java.util.StringJoiner;
 import java.util.Arrays;
@@ -29,7 +30,7 @@ public final class ProgressLoop {
     private final int rank;
     private final Link[] links;
     private final long timeoutNanos;
-    private final TimedBackoffIdleStrategy backoff;
+    private final AdaptiveBackoffIdleStrategy backoff;
     private volatile String abortReason;
 
     private String collective = "?";
@@ -55,7 +56,7 @@ public final class ProgressLoop {
         this.rank = rank;
         this.links = links;
         this.timeoutNanos = timeoutNanos;
-        this.backoff = new TimedBackoffIdleStrategy(oversubscribed);
+        this.backoff = IdleStrategies.adaptiveBackoff(oversubscribed);
     }
 
     /** Names the running collective for error messages. */
@@ -148,6 +149,7 @@ public final class ProgressLoop {
                 if (start != 0) {
                     waitSince = 0;
                     waiting = null;
+                    backoff.waitEnded();
                 }
                 return;
             }
@@ -212,6 +214,11 @@ public final class ProgressLoop {
                     .append(pending);
         }
         return b.toString();
+    }
+
+    /** How this communicator's waits idled so far, for monitoring (the JMX bean). Racy reads. */
+    public AdaptiveBackoffIdleStrategy.Counts waits() {
+        return backoff.counts();
     }
 
     /**

@@ -56,6 +56,8 @@ class ObservabilityTest {
         assertEquals(2, SERVER.getAttribute(rank0, "Size"));
         assertEquals("local,self", SERVER.getAttribute(rank0, "Transports"));
         assertEquals("", SERVER.getAttribute(rank0, "InFlight"));
+        assertEquals(0L, SERVER.getAttribute(rank0, "IdleWaits"));
+        assertEquals(0L, SERVER.getAttribute(rank0, "Parks"));
 
         // Split communicators get beans of their own (same rank, another id), gone when they are closed.
         Communicator[] subs = new Communicator[2];
@@ -84,6 +86,9 @@ class ObservabilityTest {
             assertTrue(seen.startsWith("allreduce(ring) step 1/"), seen);
             assertTrue(seen.contains("from rank 1"), seen);
             assertTrue(seen.matches(".*waiting \\d+\\.\\d s for: .*"), seen);
+            // Past the spin and the 2 ms of yields, the wait parks.
+            assertTrue((Long) SERVER.getAttribute(rank0, "Yields") > 0);
+            assertTrue((Long) SERVER.getAttribute(rank0, "Parks") > 0);
             RankThreads.closeAll(comms);
             assertThrows(Exception.class, stuck::join);
         } finally {

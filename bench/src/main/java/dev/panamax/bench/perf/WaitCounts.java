@@ -1,0 +1,72 @@
+package dev.panamax.bench.perf;
+
+import java.lang.management.ManagementFactory;
+import java.util.Set;
+import javax.management.JMException;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+
+/**
+ * How a rank's waits idled, read from its communicator's JMX bean ({@code dev.panamax:type=Communicator}):
+ * totals so far, subtracted around the timed iterations to give {@code --waits}' per-call columns.
+ *
+ * @param waits           waits that had to idle
+ * @param servedSpinning  of those, the waits that ended while spinning
+ * @param spins           idles spent spinning
+ * @param yields          idles spent yielding the CPU
+ * @param parks           idles spent parking
+ * @param spinNanos how long the latest wait could spin
+ */
+record WaitCounts(long waits, long servedSpinning, long spins, long yields, long parks, long spinNanos) {
+    private static final MBeanServer SERVER = ManagementFactory.getPlatformMBeanServer();
+
+    /**
+     * The bean of rank {@code rank}'s measured communicator: the one created first on that rank (lowest id),
+     * before the statistics' split; null when JMX is off.
+     */
+    static ObjectName beanOf(int rank) {
+        try {
+            Set<ObjectName> names = SERVER.queryNames(new ObjectName("dev.panamax:type=Communicator,rank=" + rank
+                    + ",*"), null);
+            ObjectName first = null;
+            for (ObjectName n : names) {
+                if (first == null || Long.parseLong(n.getKeyProperty("id")) < Long.parseLong(first.getKeyProperty(
+                        "id"))) {
+                    first = n;
+                }
+            }
+            return first;
+        } catch (JMException e) {
+            return null;
+        }
+    }
+
+    /** The totals now; null when {@code bean} is null or gone. */
+    static WaitCounts read(ObjectName bean) {
+        if (bean == null) {
+            return null;
+        }
+        try {
+            return new WaitCounts(get(bean, "IdleWaits"), get(bean, "WaitsServedSpinning"), get(bean, "Spins"),
+                    get(bean, "Yields"), get(bean, "Parks"), get(bean, "SpinNanos"));
+        } catch (JMException e) {
+            return null;
+        }
+    }
+
+    private static long get(ObjectName bean, String attribute) throws JMException {
+        return ((Number) SERVER.getAttribute(bean, attribute)).longValue();
+    }
+
+    /**
+     * Per call from {@code before} to this: waits that idled, the share of them served while spinning,
+     * spins, yields, parks, and the latest spin in microseconds.
+     */
+    double[] perCallSince(WaitCounts before, int calls) {
+        double n = Math.max(1, calls);
+        long w = waits - before.waits;
+        return new double[] {w / n, w == 0 ? 1 : (servedSpinning - before.servedSpinning) / (double) w,
+            (spins - before.spins) / n, (yields - before.yields) / n, (parks - before.parks) / n,
+            spinNanos / 1e3};
+    }
+}

@@ -1,0 +1,231 @@
+package dev.panamax.memory.concurrent;
+
+import dev.panamax.memory.internal.Libc;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Locale;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
+
+/**
+ * Spins, then yields, then parks briefly, the phases measured in time since the wait went idle, and stops
+ * spinning for a while when spinning got this thread preempted: for a thread that waits on flags other
+ * processes set (nothing can wake it across processes, so parks stay short).
+ *
+ * <p>Spinning pays when the thread we wait for is on a CPU: its write arrives within a microsecond, and a
+ * yield would only add a system call. It costs when the CPUs are contended (ranks outnumber the cores, or
+ * another process competes): a spinning thread keeps the one it waits for, or another that needs the CPU,
+ * off it, and a 50 us spin becomes the latency of every step. A host with more ranks than CPUs
+ * ({@code oversubscribed}) therefore never spins. Otherwise a wait spins up to {@link #SPIN_NANOS}, and a
+ * spin that lasts past {@link #CHECKED_SPIN_NANOS} reads this thread's count of involuntary context
+ * switches ({@code getrusage}) when it passes that mark and when it ends: if the kernel switched the thread
+ * off its CPU in between, someone else wanted that CPU, and waits yield at once for a penalty period
+ * ({@link #MIN_PENALTY_NANOS}, doubling while the next spin is preempted again, up to
+ * {@link #MAX_PENALTY_NANOS}). Short spins, the common case when the peer is running, make no system call.
+ * Where the count is unavailable (not Linux) only the oversubscription decides.
+ *
+ * <p>Two simpler rules were measured and dropped (docs/results/performance.md): a budget learned from
+ * whether waits ended while spinning, and any involuntary switch (yields included) marking the CPU
+ * contended. Both let two ranks that yield at once end up on one CPU, handing it to each other on every
+ * step (3-5 us per 8-byte all-reduce instead of 0.6), and stay there.
+ *
+ * <p>A wait is {@link #reset()} (its start; again whenever it made progress) ... {@link #idle()} ...
+ * {@link #waitEnded()}. Not thread-safe: one waiting thread at a time.
+ */
+public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
+    /** The phases of a wait, in order. */
+    public enum Phase { SPINNING, YIELDING, PARKING }
+
+    /** How long a wait spins while the CPU is not contended. */
+    public static final long SPIN_NANOS = 50_000;
+    /** How long a wait yields before it parks. */
+    public static final long YIELD_NANOS = 2_000_000;
+    /**
+     * How long a wait yields before it parks when the ranks outnumber the CPUs (yields are its only way to
+     * let the rank it waits for run).
+     */
+    public static final long OVERSUBSCRIBED_YIELD_NANOS = 20_000_000;
+    /** How long each park of the last phase lasts. */
+    public static final long PARK_NANOS = 20_000;
+    /** A spin this long reads the involuntary-switch count (at this mark and at its end). */
+    public static final long CHECKED_SPIN_NANOS = 5_000;
+    /** How long waits yield at once after a spin was preempted, at first. */
+    public static final long MIN_PENALTY_NANOS = 10_000_000;
+    /** The longest penalty, reached by doubling while spins keep being preempted. */
+    public static final long MAX_PENALTY_NANOS = 1_000_000_000;
+    /** Read the clock every few rounds: it costs about as much as a poll. */
+    static final int CLOCK_EVERY = 8;
+
+    private final LongSupplier nanoClock;
+    private final LongSupplier involuntarySwitches;
+    private final boolean oversubscribed;
+    private final long yieldNanos;
+    /** The spin of the wait in progress (0 or {@link #SPIN_NANOS}), chosen at its first idle. */
+    private long spinNanos;
+    private int rounds;
+    /** Whether the wait in progress has idled at all. */
+    private boolean idled;
+    private long idleSince;
+    private Phase phase = Phase.SPINNING;
+    /** The switch count when the spin in progress passed {@link #CHECKED_SPIN_NANOS}; -1 before. */
+    private long switchesAtMark = -1;
+    /** Until when waits yield at once (a spin was preempted). */
+    private long noSpinUntil;
+    private long penaltyNanos = MIN_PENALTY_NANOS;
+    private long preemptedSpins;
+    private long waits;
+    private long servedSpinning;
+    private long spins;
+    private long yields;
+    private long parks;
+
+    /**
+     * @param oversubscribed true when the host runs more waiting threads than CPUs: never spin, and yield
+     *                       {@value #OVERSUBSCRIBED_YIELD_NANOS} ns before parking
+     */
+    public AdaptiveBackoffIdleStrategy(boolean oversubscribed) {
+        this(oversubscribed, System::nanoTime, threadSwitchCounter());
+    }
+
+    /** As the public constructor, with the clock and the calling thread's switch count given (for tests). */
+    AdaptiveBackoffIdleStrategy(boolean oversubscribed, LongSupplier nanoClock, LongSupplier involuntarySwitches) {
+        this.nanoClock = nanoClock;
+        this.involuntarySwitches = involuntarySwitches;
+        this.oversubscribed = oversubscribed;
+        this.yieldNanos = oversubscribed ? OVERSUBSCRIBED_YIELD_NANOS : YIELD_NANOS;
+        this.spinNanos = oversubscribed ? 0 : SPIN_NANOS;
+        this.noSpinUntil = nanoClock.getAsLong();
+    }
+
+    private static LongSupplier threadSwitchCounter() {
+        MemorySegment buffer = Arena.ofAuto().allocate(Libc.RUSAGE_BYTES, 8);
+        return () -> Libc.involuntaryContextSwitches(buffer);
+    }
+
+    /** Starts a wait, or starts it over after progress: the next idle begins with the spin again. */
+    @Override
+    public void reset() {
+        if (switchesAtMark >= 0) {
+            spinEnded(nanoClock.getAsLong());
+        }
+        rounds = 0;
+        phase = Phase.SPINNING;
+    }
+
+    /** Idles once; work ({@code workCount > 0}) resets instead. */
+    @Override
+    public void idle(int workCount) {
+        if (workCount > 0) {
+            reset();
+            return;
+        }
+        idle();
+    }
+
+    @Override
+    public void idle() {
+        if ((rounds++ & (CLOCK_EVERY - 1)) == 0) {
+            long now = nanoClock.getAsLong();
+            if (rounds == 1) {
+                idleSince = now;
+                if (!idled) {
+                    idled = true;
+                    spinNanos = oversubscribed || now - noSpinUntil < 0 ? 0 : SPIN_NANOS;
+                }
+            }
+            long idle = now - idleSince;
+            Phase next = idle < spinNanos ? Phase.SPINNING : idle < spinNanos + yieldNanos ? Phase.YIELDING
+                    : Phase.PARKING;
+            if (next == Phase.SPINNING && idle >= CHECKED_SPIN_NANOS && switchesAtMark < 0) {
+                switchesAtMark = involuntarySwitches.getAsLong();
+            } else if (next != Phase.SPINNING && phase == Phase.SPINNING) {
+                spinEnded(now);
+            }
+            phase = next;
+        }
+        switch (phase) {
+            case SPINNING -> {
+                spins++;
+                Thread.onSpinWait();
+            }
+            case YIELDING -> {
+                yields++;
+                Thread.yield();
+            }
+            case PARKING -> {
+                parks++;
+                LockSupport.parkNanos(PARK_NANOS);
+            }
+        }
+    }
+
+    /**
+     * A spin is over (it gave way to yielding, the wait ended, or progress restarted it): if it passed the
+     * mark and this thread was switched off its CPU since, stop spinning for the penalty period.
+     */
+    private void spinEnded(long now) {
+        if (switchesAtMark < 0) {
+            return;
+        }
+        long switches = involuntarySwitches.getAsLong();
+        if (switches > switchesAtMark) {
+            preemptedSpins++;
+            noSpinUntil = now + penaltyNanos;
+            penaltyNanos = Math.min(MAX_PENALTY_NANOS, 2 * penaltyNanos);
+        } else if (switches >= 0) {
+            penaltyNanos = MIN_PENALTY_NANOS;
+        }
+        switchesAtMark = -1;
+    }
+
+    /** The wait in progress is over: counts it (if it idled) and readies the next one. */
+    public void waitEnded() {
+        if (idled) {
+            idled = false;
+            waits++;
+            if (phase == Phase.SPINNING && spinNanos > 0) {
+                servedSpinning++;
+            }
+        }
+        reset();
+    }
+
+    /** The phase of the next idle, as decided at the last reading of the clock. */
+    public Phase phase() {
+        return phase;
+    }
+
+    /** What this strategy has done so far; may be read racily from other threads (monitoring only). */
+    public Counts counts() {
+        return new Counts(spinNanos, waits, servedSpinning, spins, yields, parks, preemptedSpins);
+    }
+
+    @Override
+    public String toString() {
+        return "adaptiveBackoff(spin " + SPIN_NANOS + " ns unless a spin was preempted lately, yield " + yieldNanos
+                + " ns, then park " + PARK_NANOS + " ns)";
+    }
+
+    /**
+     * Running totals of one strategy, read from plain fields the waiting thread writes (a read from another
+     * thread may be stale or mix two moments).
+     *
+     * @param spinNanos      how long the latest wait could spin (0 when oversubscribed or in a penalty)
+     * @param waits          waits that idled at least once
+     * @param servedSpinning of those, the waits that ended in the spin phase
+     * @param spins          idles spent spinning ({@link Thread#onSpinWait()})
+     * @param yields         idles spent yielding ({@link Thread#yield()})
+     * @param parks          idles spent parking, {@link #PARK_NANOS} ns each
+     * @param preemptedSpins spins during which the thread was switched off its CPU (each began a penalty)
+     */
+    public record Counts(long spinNanos, long waits, long servedSpinning, long spins, long yields, long parks,
+                         long preemptedSpins) {
+        @Override
+        public String toString() {
+            return String.format(Locale.ROOT, "spin %.1f us; waits %d (served spinning %d), spins %d, yields %d, "
+                    + "parks %d, preempted spins %d", spinNanos / 1e3, waits, servedSpinning, spins, yields, parks,
+                    preemptedSpins);
+        }
+    }
+}

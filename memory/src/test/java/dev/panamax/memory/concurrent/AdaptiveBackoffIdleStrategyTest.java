@@ -1,0 +1,165 @@
+package dev.panamax.memory.concurrent;
+
+import dev.panamax.memory.concurrent.AdaptiveBackoffIdleStrategy.Phase;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * The decisions of {@link AdaptiveBackoffIdleStrategy} on a clock and a switch count the test sets: which phase
+ * an idle runs after a given time, when a preempted spin stops spinning and for how long, and what is counted.
+ * No timing is measured.
+ */
+class AdaptiveBackoffIdleStrategyTest {
+    private static final long START = 1_000_000_000L;
+    private static final long SPIN = AdaptiveBackoffIdleStrategy.SPIN_NANOS;
+    private static final long PENALTY = AdaptiveBackoffIdleStrategy.MIN_PENALTY_NANOS;
+
+    private long now = START;
+    /** The thread's involuntary switch count as the strategy reads it; -1: unavailable. */
+    private long switches;
+    private int switchReads;
+
+    private AdaptiveBackoffIdleStrategy strategy(boolean oversubscribed) {
+        return new AdaptiveBackoffIdleStrategy(oversubscribed, () -> now, () -> {
+            switchReads++;
+            return switches;
+        });
+    }
+
+    /** Idles one clock period at {@code at} nanoseconds after START; returns the phase decided. */
+    private Phase idleAt(AdaptiveBackoffIdleStrategy s, long at) {
+        now = START + at;
+        for (int i = 0; i < AdaptiveBackoffIdleStrategy.CLOCK_EVERY; i++) {
+            s.idle();
+        }
+        return s.phase();
+    }
+
+    /** One wait that begins at {@code at} and idles until {@code at + length}; returns whether it could spin. */
+    private boolean waitFrom(AdaptiveBackoffIdleStrategy s, long at, long length, boolean preempted) {
+        s.reset();
+        idleAt(s, at);
+        boolean spun = s.phase() == Phase.SPINNING;
+        if (length >= AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS) {
+            idleAt(s, at + AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS);
+        }
+        if (preempted) {
+            switches++;
+        }
+        idleAt(s, at + length);
+        s.waitEnded();
+        return spun;
+    }
+
+    @Test
+    void spinsFiftyMicrosecondsThenYieldsForTwoMillisecondsThenParks() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        assertEquals(Phase.SPINNING, idleAt(s, 0));
+        assertEquals(Phase.SPINNING, idleAt(s, SPIN - 1));
+        assertEquals(Phase.YIELDING, idleAt(s, SPIN));
+        assertEquals(Phase.YIELDING, idleAt(s, SPIN + AdaptiveBackoffIdleStrategy.YIELD_NANOS - 1));
+        assertEquals(Phase.PARKING, idleAt(s, SPIN + AdaptiveBackoffIdleStrategy.YIELD_NANOS));
+    }
+
+    @Test
+    void oversubscribedNeverSpinsAndYieldsTwentyMillisecondsBeforeParking() {
+        AdaptiveBackoffIdleStrategy s = strategy(true);
+        for (int wait = 0; wait < 3; wait++) {
+            s.reset();
+            long at = wait * 100_000_000L;
+            assertEquals(Phase.YIELDING, idleAt(s, at));
+            assertEquals(Phase.YIELDING, idleAt(s, at + AdaptiveBackoffIdleStrategy.OVERSUBSCRIBED_YIELD_NANOS - 1));
+            assertEquals(Phase.PARKING, idleAt(s, at + AdaptiveBackoffIdleStrategy.OVERSUBSCRIBED_YIELD_NANOS));
+            s.waitEnded();
+        }
+        assertEquals(0, s.counts().spins());
+        assertEquals(0, switchReads, "nothing to decide, so no system call");
+    }
+
+    @Test
+    void shortSpinsMakeNoSystemCall() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        for (int wait = 0; wait < 100; wait++) {
+            waitFrom(s, wait * 10_000L, AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS - 1, false);
+        }
+        assertEquals(0, switchReads);
+        assertEquals(100, s.counts().waits());
+        assertEquals(100, s.counts().servedSpinning());
+    }
+
+    @Test
+    void aPreemptedSpinStopsSpinningForThePenaltyThenSpinningResumes() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        assertEquals(true, waitFrom(s, 0, 20_000, true));
+        assertEquals(2, switchReads, "read at the mark and at the end of the spin");
+        assertEquals(1, s.counts().preemptedSpins());
+        long end = 20_000;
+        assertEquals(false, waitFrom(s, end + 1_000, 20_000, false), "in the penalty: yield at once");
+        assertEquals(false, waitFrom(s, end + PENALTY - 1, 1_000, false));
+        assertEquals(true, waitFrom(s, end + PENALTY, 1_000, false), "the penalty is over");
+        assertEquals(2, s.counts().servedSpinning(), "the first wait and the last ended while spinning");
+    }
+
+    @Test
+    void thePenaltyDoublesWhileSpinsArePreemptedAndResetsAfterACleanOne() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        long at = 0;
+        long expected = PENALTY;
+        for (int i = 0; i < 12; i++) {
+            assertEquals(true, waitFrom(s, at, 20_000, true));
+            long end = at + 20_000;
+            assertEquals(false, waitFrom(s, end + expected - 1, 1, false), "penalty " + i);
+            at = end + expected;
+            expected = Math.min(AdaptiveBackoffIdleStrategy.MAX_PENALTY_NANOS, 2 * expected);
+        }
+        assertEquals(AdaptiveBackoffIdleStrategy.MAX_PENALTY_NANOS, expected);
+        assertEquals(true, waitFrom(s, at, 20_000, false), "a clean spin");
+        at += 20_000;
+        assertEquals(true, waitFrom(s, at, 20_000, true));
+        assertEquals(false, waitFrom(s, at + 20_000 + PENALTY - 1, 1, false));
+        assertEquals(true, waitFrom(s, at + 20_000 + PENALTY, 1, false), "back to the shortest penalty");
+    }
+
+    @Test
+    void aSpinPreemptedBeforeTheMarkOrAfterItsEndIsNotBlamed() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        switches = 5;
+        s.reset();
+        idleAt(s, 0);
+        switches++; // before the mark: the spin was still short
+        idleAt(s, AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS);
+        idleAt(s, SPIN);  // the spin ends here, no switch since the mark
+        switches++;       // while yielding: a yield that let someone run is not a preempted spin
+        idleAt(s, SPIN + 100_000);
+        s.waitEnded();
+        assertEquals(0, s.counts().preemptedSpins());
+        assertEquals(true, waitFrom(s, 1_000_000, 1_000, false));
+    }
+
+    @Test
+    void anUnavailableSwitchCountNeverStopsTheSpinning() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        switches = -1;
+        for (int wait = 0; wait < 5; wait++) {
+            assertEquals(true, waitFrom(s, wait * 1_000_000L, 100_000, false));
+        }
+        assertEquals(0, s.counts().preemptedSpins());
+        assertEquals(5, s.counts().waits());
+        assertEquals(0, s.counts().servedSpinning(), "every wait outlasted its spin");
+    }
+
+    @Test
+    void progressRestartsTheSpinWithinAWait() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        assertEquals(Phase.SPINNING, idleAt(s, 0));
+        assertEquals(Phase.YIELDING, idleAt(s, SPIN));
+        s.idle(1);
+        assertEquals(Phase.SPINNING, s.phase());
+        assertEquals(Phase.SPINNING, idleAt(s, 2 * SPIN));
+        assertEquals(Phase.YIELDING, idleAt(s, 3 * SPIN));
+        s.waitEnded();
+        assertEquals(1, s.counts().waits());
+        assertEquals(0, s.counts().servedSpinning());
+    }
+}
