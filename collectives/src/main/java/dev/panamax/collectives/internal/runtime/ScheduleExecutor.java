@@ -22,7 +22,9 @@ import java.util.List;
 /**
  * Runs a {@link Schedule} over a communicator's links: per stage, the local steps in order, then
  * every transfer posted at once and awaited together. The same executor serves every algorithm and
- * every transport; it allocates nothing per stage beyond the segment views the links need.
+ * every transport; it allocates nothing per stage beyond the segment views the links need, and
+ * those it keeps from the previous call when a call repeats it (same schedule, same buffers: the
+ * common case of a training loop or a benchmark).
  *
  * <p>It emits the JFR events {@link CollectiveEvent} (per call) and {@link StepEvent} (per stage)
  * when a recording has enabled them; otherwise the cost is one enabled check per call and per
@@ -35,6 +37,12 @@ public final class ScheduleExecutor {
     private final long id;
     private MemorySegment[] buffers = new MemorySegment[2];
     private Request[] requests = new Request[8];
+    /** The schedule and buffers whose transfer views {@link #views} holds (by identity), in transfer order. */
+    private Schedule viewsOf;
+    private MemorySegment[] viewsFor = new MemorySegment[2];
+    private MemorySegment[] views = new MemorySegment[8];
+    /** The next slot of {@link #views} while a stage is posted; -1 when views are not kept (concurrent runs). */
+    private int viewIndex = -1;
     /** Sees each call's whole buffers before its schedule runs; null for transports that need nothing. */
     private final BufferRegistrar registrar;
 
@@ -107,6 +115,7 @@ public final class ScheduleExecutor {
         if (registrar != null) {
             registrar.register(buffers, nb);
         }
+        keepViewsFor(schedule, nb);
         List<Stage> stages = schedule.stages();
         loop.begin(schedule.problem().collective().label(), schedule.algorithm(), stages.size());
         try {
@@ -123,7 +132,29 @@ public final class ScheduleExecutor {
             }
         } finally {
             Arrays.fill(buffers, null);
+            viewIndex = -1;
         }
+    }
+
+    /**
+     * Readies {@link #views} for a run of {@code schedule} on the first {@code nb} {@link #buffers}: the
+     * views of the last call are kept when it ran the same schedule on the same buffer objects.
+     */
+    private void keepViewsFor(Schedule schedule, int nb) {
+        boolean same = schedule == viewsOf && viewsFor.length >= nb;
+        for (int k = 0; same && k < nb; k++) {
+            same = viewsFor[k] == buffers[k];
+        }
+        if (!same) {
+            viewsOf = schedule;
+            if (viewsFor.length < nb) {
+                viewsFor = new MemorySegment[nb];
+            }
+            Arrays.fill(viewsFor, null);
+            System.arraycopy(buffers, 0, viewsFor, 0, nb);
+            Arrays.fill(views, null);
+        }
+        viewIndex = 0;
     }
 
     /**
@@ -208,14 +239,14 @@ public final class ScheduleExecutor {
                 }
                 case Step.Send snd -> {
                     ensureRequests(posted + 1);
-                    requests[posted++] = links[snd.peer()].send(view(buffers, snd.src(), e));
+                    requests[posted++] = links[snd.peer()].send(keptView(buffers, snd.src(), e));
                 }
                 case Step.Recv rcv -> {
                     ensureRequests(posted + 1);
+                    MemorySegment dst = keptView(buffers, rcv.dst(), e);
                     requests[posted++] = rcv.with() == null
-                            ? links[rcv.peer()].recv(view(buffers, rcv.dst(), e), null, type, null)
-                            : links[rcv.peer()].recv(view(buffers, rcv.dst(), e), view(buffers, rcv.with(), e), type,
-                            op);
+                            ? links[rcv.peer()].recv(dst, null, type, null)
+                            : links[rcv.peer()].recv(dst, keptView(buffers, rcv.with(), e), type, op);
                 }
             }
         }
@@ -233,6 +264,23 @@ public final class ScheduleExecutor {
             Reductions.reduce(type, op, buffers[d.buffer()], d.offset() * e, buffers[a.buffer()], a.offset() * e,
                     buffers[b.buffer()], b.offset() * e, d.count());
         }
+    }
+
+    /** The view of {@code s}: the one kept from the last call of this schedule on these buffers, or a new one. */
+    private MemorySegment keptView(MemorySegment[] buffers, Slice s, int e) {
+        if (viewIndex < 0) {
+            return view(buffers, s, e);
+        }
+        if (viewIndex >= views.length) {
+            views = Arrays.copyOf(views, 2 * views.length);
+        }
+        MemorySegment v = views[viewIndex];
+        if (v == null) {
+            v = view(buffers, s, e);
+            views[viewIndex] = v;
+        }
+        viewIndex++;
+        return v;
     }
 
     private static MemorySegment view(MemorySegment[] buffers, Slice s, int e) {

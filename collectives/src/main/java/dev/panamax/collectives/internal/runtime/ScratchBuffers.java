@@ -13,6 +13,9 @@ import java.util.Arrays;
 final class ScratchBuffers {
     private final BufferAllocator allocator;
     private MemorySegment[] buffers = new MemorySegment[4];
+    /** The slice last handed out per buffer: repeated calls of one size get the same object (no allocation, and
+     * the executor's views of it stay valid). */
+    private MemorySegment[] slices = new MemorySegment[4];
 
     ScratchBuffers(BufferAllocator allocator) {
         this.allocator = allocator;
@@ -22,6 +25,11 @@ final class ScratchBuffers {
     MemorySegment get(int index, long byteSize) {
         if (index >= buffers.length) {
             buffers = Arrays.copyOf(buffers, Math.max(index + 1, buffers.length * 2));
+            slices = Arrays.copyOf(slices, buffers.length);
+        }
+        MemorySegment last = slices[index];
+        if (last != null && last.byteSize() == byteSize) {
+            return last;
         }
         MemorySegment b = buffers[index];
         if (b == null || b.byteSize() < byteSize) {
@@ -33,7 +41,8 @@ final class ScratchBuffers {
             b = allocator.allocate(cap);
             buffers[index] = b;
         }
-        return b.asSlice(0, byteSize);
+        slices[index] = b.asSlice(0, byteSize);
+        return slices[index];
     }
 
     /** Frees every buffer (for a sub-communicator whose allocator outlives it). */
@@ -47,6 +56,7 @@ final class ScratchBuffers {
                 }
                 buffers[i] = null;
             }
+            slices[i] = null;
         }
     }
 }

@@ -195,20 +195,21 @@ public final class ShmLink extends Link {
             }
             long kind = in.get(L, d + D_KIND);
             long piece = in.get(L, d + D_PIECE_BYTES);
+            // The piece lies at sourceOffset of source: no slice, which would allocate on every message.
             MemorySegment source;
+            long sourceOffset;
             if (kind == KIND_REFERENCE) {
-                MemorySegment region = peerRegions.map(in.get(L, d + D_REGION_ID), (int) in.get(L, d + D_FD), in.get(L,
+                source = peerRegions.map(in.get(L, d + D_REGION_ID), (int) in.get(L, d + D_FD), in.get(L,
                         d + D_REGION_BYTES));
-                source = region.asSlice(in.get(L, d + D_OFFSET), piece);
-            } else if (kind == KIND_IN_DESCRIPTOR) {
-                source = in.asSlice(d + D_PAYLOAD, piece);
+                sourceOffset = in.get(L, d + D_OFFSET);
             } else {
-                source = in.asSlice(DATA + slot * SLOT_BYTES, piece);
+                source = in;
+                sourceOffset = kind == KIND_IN_DESCRIPTOR ? d + D_PAYLOAD : DATA + slot * SLOT_BYTES;
             }
             if (r.op == null) {
-                MemorySegment.copy(source, 0, r.dst, r.offset, piece);
+                MemorySegment.copy(source, sourceOffset, r.dst, r.offset, piece);
             } else if (piece > 0) {
-                Reductions.reduce(r.type, r.op, r.dst, r.offset, r.with, r.offset, source, 0,
+                Reductions.reduce(r.type, r.op, r.dst, r.offset, r.with, r.offset, source, sourceOffset,
                         piece / r.type.byteSize());
             }
             r.offset += piece;
