@@ -85,12 +85,14 @@ public final class Reductions {
         // Checked here rather than left to the writes: the plain loops would throw IllegalArgumentException
         // (MemorySegment.set) and the Vector API UnsupportedOperationException, by type and length.
         requireWritable("dst", dst);
-        MemorySegment d = dst.asSlice(dstOffset, bytes);
-        MemorySegment x = a.asSlice(aOffset, bytes);
-        MemorySegment y = b.asSlice(bOffset, bytes);
-        long done = vector ? VectorKernels.reduce(type, pairwise, d, x, y, bytes) : 0;
+        long done = 0;
+        if (vector && bytes >= VectorKernels.vectorBytes()) {
+            done = VectorKernels.reduce(type, pairwise, dst.asSlice(dstOffset, bytes), a.asSlice(aOffset, bytes),
+                    b.asSlice(bOffset, bytes), bytes);
+        }
         if (done < bytes) {
-            ScalarKernels.reduce(type, pairwise, d.asSlice(done), x.asSlice(done), y.asSlice(done),
+            // Shorter than a vector (a small message's whole reduction) or the vectors' tail: no slices.
+            ScalarKernels.reduce(type, pairwise, dst, dstOffset + done, a, aOffset + done, b, bOffset + done,
                     (bytes - done) / type.byteSize());
         }
     }

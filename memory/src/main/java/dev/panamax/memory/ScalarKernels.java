@@ -6,8 +6,8 @@ import java.lang.foreign.ValueLayout;
 /**
  * The plain-Java reduction kernels: one loop per type and operator, no per-element dispatch.
  * They run on any JVM; {@link VectorKernels} is the fast path when the Vector API is present, and
- * these also finish its tails. Operands are slices of exactly {@code n} elements; callers have
- * checked the ranges. {@code op} is never AVG here.
+ * these also finish its tails. Reductions take each operand as a segment and a byte offset, divisions
+ * a slice of exactly {@code n} elements; callers have checked the ranges. {@code op} is never AVG here.
  */
 final class ScalarKernels {
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
@@ -20,95 +20,109 @@ final class ScalarKernels {
     private ScalarKernels() {
     }
 
-    /** {@code d[i] = x[i] op y[i]} for {@code n} elements. */
-    static void reduce(DataType type, ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+    /**
+     * {@code d[i] = x[i] op y[i]} for {@code n} elements, each operand starting at its byte offset (no slices:
+     * a small reduction allocates nothing).
+     */
+    static void reduce(DataType type, ReduceOp op, MemorySegment d, long dOff, MemorySegment x, long xOff,
+            MemorySegment y, long yOff, long n) {
         switch (type) {
-            case FLOAT32 -> f32(op, d, x, y, n);
-            case FLOAT64 -> f64(op, d, x, y, n);
-            case INT32 -> i32(op, d, x, y, n);
-            case INT64 -> i64(op, d, x, y, n);
-            case INT8 -> i8(op, d, x, y, n);
-            case UINT8 -> u8(op, d, x, y, n);
-            case FLOAT16 -> f16(op, d, x, y, n);
-            case BFLOAT16 -> bf16(op, d, x, y, n);
+            case FLOAT32 -> f32(op, d, dOff, x, xOff, y, yOff, n);
+            case FLOAT64 -> f64(op, d, dOff, x, xOff, y, yOff, n);
+            case INT32 -> i32(op, d, dOff, x, xOff, y, yOff, n);
+            case INT64 -> i64(op, d, dOff, x, xOff, y, yOff, n);
+            case INT8 -> i8(op, d, dOff, x, xOff, y, yOff, n);
+            case UINT8 -> u8(op, d, dOff, x, xOff, y, yOff, n);
+            case FLOAT16 -> f16(op, d, dOff, x, xOff, y, yOff, n);
+            case BFLOAT16 -> bf16(op, d, dOff, x, xOff, y, yOff, n);
         }
     }
 
-    private static void f32(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+    private static void f32(ReduceOp op, MemorySegment d, long dOff, MemorySegment x, long xOff,
+            MemorySegment y, long yOff, long n) {
         switch (op) {
-            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i,
-                    x.getAtIndex(F32, i) + y.getAtIndex(F32, i)); }
-            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i,
-                    x.getAtIndex(F32, i) * y.getAtIndex(F32, i)); }
-            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i,
-                    Math.min(x.getAtIndex(F32, i), y.getAtIndex(F32, i))); }
-            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i,
-                    Math.max(x.getAtIndex(F32, i), y.getAtIndex(F32, i))); }
+            case SUM -> { for (long i = 0; i < n; i++) d.set(F32, dOff + 4 * i,
+                    x.get(F32, xOff + 4 * i) + y.get(F32, yOff + 4 * i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.set(F32, dOff + 4 * i,
+                    x.get(F32, xOff + 4 * i) * y.get(F32, yOff + 4 * i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.set(F32, dOff + 4 * i,
+                    Math.min(x.get(F32, xOff + 4 * i), y.get(F32, yOff + 4 * i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.set(F32, dOff + 4 * i,
+                    Math.max(x.get(F32, xOff + 4 * i), y.get(F32, yOff + 4 * i))); }
             default -> throw new AssertionError(op);
         }
     }
 
-    private static void f64(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+    private static void f64(ReduceOp op, MemorySegment d, long dOff, MemorySegment x, long xOff,
+            MemorySegment y, long yOff, long n) {
         switch (op) {
-            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i,
-                    x.getAtIndex(F64, i) + y.getAtIndex(F64, i)); }
-            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i,
-                    x.getAtIndex(F64, i) * y.getAtIndex(F64, i)); }
-            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i,
-                    Math.min(x.getAtIndex(F64, i), y.getAtIndex(F64, i))); }
-            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i,
-                    Math.max(x.getAtIndex(F64, i), y.getAtIndex(F64, i))); }
+            case SUM -> { for (long i = 0; i < n; i++) d.set(F64, dOff + 8 * i,
+                    x.get(F64, xOff + 8 * i) + y.get(F64, yOff + 8 * i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.set(F64, dOff + 8 * i,
+                    x.get(F64, xOff + 8 * i) * y.get(F64, yOff + 8 * i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.set(F64, dOff + 8 * i,
+                    Math.min(x.get(F64, xOff + 8 * i), y.get(F64, yOff + 8 * i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.set(F64, dOff + 8 * i,
+                    Math.max(x.get(F64, xOff + 8 * i), y.get(F64, yOff + 8 * i))); }
             default -> throw new AssertionError(op);
         }
     }
 
-    private static void i32(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+    private static void i32(ReduceOp op, MemorySegment d, long dOff, MemorySegment x, long xOff,
+            MemorySegment y, long yOff, long n) {
         switch (op) {
-            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i,
-                    x.getAtIndex(I32, i) + y.getAtIndex(I32, i)); }
-            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i,
-                    x.getAtIndex(I32, i) * y.getAtIndex(I32, i)); }
-            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i,
-                    Math.min(x.getAtIndex(I32, i), y.getAtIndex(I32, i))); }
-            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I32, i,
-                    Math.max(x.getAtIndex(I32, i), y.getAtIndex(I32, i))); }
+            case SUM -> { for (long i = 0; i < n; i++) d.set(I32, dOff + 4 * i,
+                    x.get(I32, xOff + 4 * i) + y.get(I32, yOff + 4 * i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.set(I32, dOff + 4 * i,
+                    x.get(I32, xOff + 4 * i) * y.get(I32, yOff + 4 * i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.set(I32, dOff + 4 * i,
+                    Math.min(x.get(I32, xOff + 4 * i), y.get(I32, yOff + 4 * i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.set(I32, dOff + 4 * i,
+                    Math.max(x.get(I32, xOff + 4 * i), y.get(I32, yOff + 4 * i))); }
             default -> throw new AssertionError(op);
         }
     }
 
-    private static void i64(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+    private static void i64(ReduceOp op, MemorySegment d, long dOff, MemorySegment x, long xOff,
+            MemorySegment y, long yOff, long n) {
         switch (op) {
-            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i,
-                    x.getAtIndex(I64, i) + y.getAtIndex(I64, i)); }
-            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i,
-                    x.getAtIndex(I64, i) * y.getAtIndex(I64, i)); }
-            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i,
-                    Math.min(x.getAtIndex(I64, i), y.getAtIndex(I64, i))); }
-            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I64, i,
-                    Math.max(x.getAtIndex(I64, i), y.getAtIndex(I64, i))); }
+            case SUM -> { for (long i = 0; i < n; i++) d.set(I64, dOff + 8 * i,
+                    x.get(I64, xOff + 8 * i) + y.get(I64, yOff + 8 * i)); }
+            case PROD -> { for (long i = 0; i < n; i++) d.set(I64, dOff + 8 * i,
+                    x.get(I64, xOff + 8 * i) * y.get(I64, yOff + 8 * i)); }
+            case MIN -> { for (long i = 0; i < n; i++) d.set(I64, dOff + 8 * i,
+                    Math.min(x.get(I64, xOff + 8 * i), y.get(I64, yOff + 8 * i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.set(I64, dOff + 8 * i,
+                    Math.max(x.get(I64, xOff + 8 * i), y.get(I64, yOff + 8 * i))); }
             default -> throw new AssertionError(op);
         }
     }
 
 
-    private static void i8(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+    private static void i8(ReduceOp op, MemorySegment d, long dOff, MemorySegment x, long xOff,
+            MemorySegment y, long yOff, long n) {
         switch (op) {
-            case SUM -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) (x.get(I8, i) + y.get(I8, i))); }
-            case PROD -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) (x.get(I8, i) * y.get(I8, i))); }
-            case MIN -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) Math.min(x.get(I8, i), y.get(I8, i))); }
-            case MAX -> { for (long i = 0; i < n; i++) d.set(I8, i, (byte) Math.max(x.get(I8, i), y.get(I8, i))); }
+            case SUM -> { for (long i = 0; i < n; i++) d.set(I8, dOff + i,
+                    (byte) (x.get(I8, xOff + i) + y.get(I8, yOff + i))); }
+            case PROD -> { for (long i = 0; i < n; i++) d.set(I8, dOff + i,
+                    (byte) (x.get(I8, xOff + i) * y.get(I8, yOff + i))); }
+            case MIN -> { for (long i = 0; i < n; i++) d.set(I8, dOff + i,
+                    (byte) Math.min(x.get(I8, xOff + i), y.get(I8, yOff + i))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.set(I8, dOff + i,
+                    (byte) Math.max(x.get(I8, xOff + i), y.get(I8, yOff + i))); }
             default -> throw new AssertionError(op);
         }
     }
 
-    private static void u8(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+    private static void u8(ReduceOp op, MemorySegment d, long dOff, MemorySegment x, long xOff,
+            MemorySegment y, long yOff, long n) {
         switch (op) {
             // Wrapping sum and product have the same bits signed and unsigned.
-            case SUM, PROD -> i8(op, d, x, y, n);
-            case MIN -> { for (long i = 0; i < n; i++) d.set(I8, i,
-                    (byte) Math.min(x.get(I8, i) & 0xff, y.get(I8, i) & 0xff)); }
-            case MAX -> { for (long i = 0; i < n; i++) d.set(I8, i,
-                    (byte) Math.max(x.get(I8, i) & 0xff, y.get(I8, i) & 0xff)); }
+            case SUM, PROD -> i8(op, d, dOff, x, xOff, y, yOff, n);
+            case MIN -> { for (long i = 0; i < n; i++) d.set(I8, dOff + i,
+                    (byte) Math.min(x.get(I8, xOff + i) & 0xff, y.get(I8, yOff + i) & 0xff)); }
+            case MAX -> { for (long i = 0; i < n; i++) d.set(I8, dOff + i,
+                    (byte) Math.max(x.get(I8, xOff + i) & 0xff, y.get(I8, yOff + i) & 0xff)); }
             default -> throw new AssertionError(op);
         }
     }
@@ -121,14 +135,15 @@ final class ScalarKernels {
      */
     private static final int F16_CHUNK = 2048;
 
-    private static void f16(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+    private static void f16(ReduceOp op, MemorySegment d, long dOff, MemorySegment x, long xOff,
+            MemorySegment y, long yOff, long n) {
         int c = (int) Math.min(n, F16_CHUNK);
         short[] p = new short[c];
         short[] q = new short[c];
         for (long i = 0; i < n; i += c) {
             int m = (int) Math.min(c, n - i);
-            MemorySegment.copy(x, I16, 2 * i, p, 0, m);
-            MemorySegment.copy(y, I16, 2 * i, q, 0, m);
+            MemorySegment.copy(x, I16, xOff + 2 * i, p, 0, m);
+            MemorySegment.copy(y, I16, yOff + 2 * i, q, 0, m);
             switch (op) {
                 case SUM -> { for (int k = 0; k < m; k++) p[k] =
                         Float.floatToFloat16(Float.float16ToFloat(p[k]) + Float.float16ToFloat(q[k])); }
@@ -140,7 +155,7 @@ final class ScalarKernels {
                         Float.floatToFloat16(Math.max(Float.float16ToFloat(p[k]), Float.float16ToFloat(q[k]))); }
                 default -> throw new AssertionError(op);
             }
-            MemorySegment.copy(p, 0, d, I16, 2 * i, m);
+            MemorySegment.copy(p, 0, d, I16, dOff + 2 * i, m);
         }
     }
 
@@ -160,16 +175,21 @@ final class ScalarKernels {
         return Half.bfloat16ToFloat(s.getAtIndex(I16, i));
     }
 
-    private static void bf16(ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long n) {
+    private static float bf16(MemorySegment s, long offset, long i) {
+        return Half.bfloat16ToFloat(s.get(I16, offset + 2 * i));
+    }
+
+    private static void bf16(ReduceOp op, MemorySegment d, long dOff, MemorySegment x, long xOff,
+            MemorySegment y, long yOff, long n) {
         switch (op) {
-            case SUM -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i,
-                    Half.floatToBfloat16(bf16(x, i) + bf16(y, i))); }
-            case PROD -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i,
-                    Half.floatToBfloat16(bf16(x, i) * bf16(y, i))); }
-            case MIN -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i,
-                    Half.floatToBfloat16(Math.min(bf16(x, i), bf16(y, i)))); }
-            case MAX -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i,
-                    Half.floatToBfloat16(Math.max(bf16(x, i), bf16(y, i)))); }
+            case SUM -> { for (long i = 0; i < n; i++) d.set(I16, dOff + 2 * i,
+                    Half.floatToBfloat16(bf16(x, xOff, i) + bf16(y, yOff, i))); }
+            case PROD -> { for (long i = 0; i < n; i++) d.set(I16, dOff + 2 * i,
+                    Half.floatToBfloat16(bf16(x, xOff, i) * bf16(y, yOff, i))); }
+            case MIN -> { for (long i = 0; i < n; i++) d.set(I16, dOff + 2 * i,
+                    Half.floatToBfloat16(Math.min(bf16(x, xOff, i), bf16(y, yOff, i)))); }
+            case MAX -> { for (long i = 0; i < n; i++) d.set(I16, dOff + 2 * i,
+                    Half.floatToBfloat16(Math.max(bf16(x, xOff, i), bf16(y, yOff, i)))); }
             default -> throw new AssertionError(op);
         }
     }

@@ -33,6 +33,11 @@ final class VectorKernels {
     }
 
     /** True when the preferred vectors are real SIMD registers (128 bits or more). */
+    /** The length of one vector in bytes: reductions shorter than this are all tail. */
+    static long vectorBytes() {
+        return F.vectorByteSize();
+    }
+
     static boolean usable() {
         return F.vectorBitSize() >= 128;
     }

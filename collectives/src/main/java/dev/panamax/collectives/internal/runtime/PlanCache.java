@@ -37,6 +37,9 @@ final class PlanCache {
     private final Map<Key, Schedule> concurrentPlans = lru();
     private volatile Topology topology;
     private boolean deterministic;
+    /** The last call's key and schedule: a loop of the same call finds it without a key or a map lookup. */
+    private Key lastKey;
+    private Schedule lastPlan;
 
     PlanCache(int rank, int size, Topology topology) {
         this.rank = rank;
@@ -108,12 +111,19 @@ final class PlanCache {
     /** The schedule for a call, from the cache or built now (before any message moves, so a bad choice fails cleanly).
      * */
     synchronized Schedule plan(Collective collective, long count, DataType type, int root) {
+        Key last = lastKey;
+        if (last != null && last.collective == collective && last.count == count
+                && last.elementBytes == type.byteSize() && last.root == root) {
+            return lastPlan;
+        }
         Key key = new Key(collective, count, type.byteSize(), root);
         Schedule s = plans.get(key);
         if (s == null) {
             s = select(collective, count, type, root).build();
             plans.put(key, s);
         }
+        lastKey = key;
+        lastPlan = s;
         return s;
     }
 
@@ -146,5 +156,7 @@ final class PlanCache {
     private void clear() {
         plans.clear();
         concurrentPlans.clear();
+        lastKey = null;
+        lastPlan = null;
     }
 }
