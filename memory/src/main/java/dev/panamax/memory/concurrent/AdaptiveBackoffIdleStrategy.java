@@ -31,7 +31,8 @@ import java.util.function.LongSupplier;
  * step (3-5 us per 8-byte all-reduce instead of 0.6), and stay there.
  *
  * <p>A wait is {@link #reset()} (its start; again whenever it made progress) ... {@link #idle()} ...
- * {@link #waitEnded()}. Not thread-safe: one waiting thread at a time.
+ * {@link #waitEnded()}, which counts it; a caller that needs no counts may leave that out. Not
+ * thread-safe: one waiting thread at a time.
  */
 public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     /** The phases of a wait, in order. */
@@ -61,10 +62,10 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     private final LongSupplier involuntarySwitches;
     private final boolean oversubscribed;
     private final long yieldNanos;
-    /** The spin of the wait in progress (0 or {@link #SPIN_NANOS}), chosen at its first idle. */
+    /** The spin of the wait in progress (0 or {@link #SPIN_NANOS}), chosen at its first idle after a reset. */
     private long spinNanos;
     private int rounds;
-    /** Whether the wait in progress has idled at all. */
+    /** Whether the wait in progress has idled at all (for the counts). */
     private boolean idled;
     private long idleSince;
     private Phase phase = Phase.SPINNING;
@@ -129,10 +130,8 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
             long now = nanoClock.getAsLong();
             if (rounds == 1) {
                 idleSince = now;
-                if (!idled) {
-                    idled = true;
-                    spinNanos = oversubscribed || now - noSpinUntil < 0 ? 0 : SPIN_NANOS;
-                }
+                idled = true;
+                spinNanos = oversubscribed || now - noSpinUntil < 0 ? 0 : SPIN_NANOS;
             }
             long idle = now - idleSince;
             Phase next = idle < spinNanos ? Phase.SPINNING : idle < spinNanos + yieldNanos ? Phase.YIELDING

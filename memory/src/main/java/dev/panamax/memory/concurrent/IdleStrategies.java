@@ -35,27 +35,11 @@ public final class IdleStrategies {
     }
 
     /**
-     * Spins, then yields, then parks 20 us at a time, the phases measured in time since the wait went idle
-     * ({@link TimedBackoffIdleStrategy}): for waits on a flag that another process sets, which nothing can wake
-     * a parked thread for. Assumes a core per waiting thread.
-     */
-    public static IdleStrategy timedBackoff() {
-        return new TimedBackoffIdleStrategy(false);
-    }
-
-    /**
-     * {@link #timedBackoff()}, or its variant for a host that runs more waiting threads than it has CPUs
-     * ({@code oversubscribed}), which yields almost at once and for longer before it parks.
-     */
-    public static IdleStrategy timedBackoff(boolean oversubscribed) {
-        return new TimedBackoffIdleStrategy(oversubscribed);
-    }
-
-    /**
-     * Spins for a budget learned from past waits (large while waits end while spinning, zero while they do
-     * not), then yields, then parks 20 us at a time ({@link AdaptiveBackoffIdleStrategy}): for waits on a
-     * flag another process sets, on CPUs that may be shared. {@code oversubscribed}: the host runs more
-     * waiting threads than CPUs, so start without spinning and yield longer before parking.
+     * Spins up to 50 us, then yields, then parks 20 us at a time, the phases measured in time since the wait
+     * went idle, and yields at once for a while after a spin was preempted ({@link AdaptiveBackoffIdleStrategy}):
+     * for waits on a flag another process (or a GPU) sets, which nothing can wake a parked thread for, on CPUs
+     * that may be shared. {@code oversubscribed}: the host runs more waiting threads than CPUs, so never spin
+     * and yield longer before parking.
      */
     public static AdaptiveBackoffIdleStrategy adaptiveBackoff(boolean oversubscribed) {
         return new AdaptiveBackoffIdleStrategy(oversubscribed);

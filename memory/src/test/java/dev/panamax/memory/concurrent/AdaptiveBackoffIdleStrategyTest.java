@@ -16,12 +16,16 @@ class AdaptiveBackoffIdleStrategyTest {
     private static final long PENALTY = AdaptiveBackoffIdleStrategy.MIN_PENALTY_NANOS;
 
     private long now = START;
+    private int clockReads;
     /** The thread's involuntary switch count as the strategy reads it; -1: unavailable. */
     private long switches;
     private int switchReads;
 
     private AdaptiveBackoffIdleStrategy strategy(boolean oversubscribed) {
-        return new AdaptiveBackoffIdleStrategy(oversubscribed, () -> now, () -> {
+        return new AdaptiveBackoffIdleStrategy(oversubscribed, () -> {
+            clockReads++;
+            return now;
+        }, () -> {
             switchReads++;
             return switches;
         });
@@ -147,6 +151,38 @@ class AdaptiveBackoffIdleStrategyTest {
         assertEquals(0, s.counts().preemptedSpins());
         assertEquals(5, s.counts().waits());
         assertEquals(0, s.counts().servedSpinning(), "every wait outlasted its spin");
+    }
+
+    @Test
+    void theClockIsReadOnceEveryFewIdles() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        int before = clockReads;
+        s.idle();
+        assertEquals(before + 1, clockReads);
+        now = START + 10_000_000;
+        for (int i = 1; i < AdaptiveBackoffIdleStrategy.CLOCK_EVERY; i++) {
+            s.idle();
+        }
+        // Far past the spin, but the clock has not been read again.
+        assertEquals(before + 1, clockReads);
+        assertEquals(Phase.SPINNING, s.phase());
+        s.idle();
+        assertEquals(before + 2, clockReads);
+        assertEquals(Phase.PARKING, s.phase());
+    }
+
+    @Test
+    void withoutWaitEndedEveryResetStillChoosesTheSpinAfresh() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        s.reset();
+        idleAt(s, 0);
+        idleAt(s, AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS);
+        switches++;
+        idleAt(s, 20_000);
+        s.reset(); // progress, or the next wait of a caller that keeps no counts
+        assertEquals(Phase.YIELDING, idleAt(s, 30_000), "the preempted spin began a penalty");
+        s.reset();
+        assertEquals(Phase.SPINNING, idleAt(s, 20_000 + PENALTY), "and it ended");
     }
 
     @Test

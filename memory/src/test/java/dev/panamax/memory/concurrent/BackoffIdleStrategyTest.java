@@ -86,7 +86,7 @@ class BackoffIdleStrategyTest {
         IdleStrategies.busySpin().idle(0); // returns: a spin-wait hint only
         IdleStrategies.busySpin().idle();
         IdleStrategies.busySpin().reset();
-        assertEquals(TimedBackoffIdleStrategy.class, IdleStrategies.timedBackoff().getClass());
-        assertEquals(TimedBackoffIdleStrategy.class, IdleStrategies.timedBackoff(true).getClass());
+        assertEquals(AdaptiveBackoffIdleStrategy.class, IdleStrategies.adaptiveBackoff(false).getClass());
+        assertEquals(AdaptiveBackoffIdleStrategy.Phase.SPINNING, IdleStrategies.adaptiveBackoff(true).phase());
     }
 }

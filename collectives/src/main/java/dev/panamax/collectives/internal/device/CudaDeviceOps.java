@@ -7,7 +7,8 @@ import dev.panamax.cuda.DeviceMemory;
 import dev.panamax.cuda.IpcMemoryHandle;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
-import dev.panamax.memory.concurrent.TimedBackoffIdleStrategy;
+import dev.panamax.memory.concurrent.AdaptiveBackoffIdleStrategy;
+import dev.panamax.memory.concurrent.IdleStrategies;
 
 import java.util.concurrent.TimeUnit;
 
@@ -32,7 +33,7 @@ final class CudaDeviceOps implements DeviceOps<DeviceMemory> {
     private final CudaContext context;
     private final Kernels kernels;
     private final CudaStream stream;
-    private final TimedBackoffIdleStrategy backoff = new TimedBackoffIdleStrategy(false);
+    private final AdaptiveBackoffIdleStrategy backoff = IdleStrategies.adaptiveBackoff(false);
 
     /** A stream of its own on {@code context}; {@code kernels} stay the caller's. */
     CudaDeviceOps(CudaContext context, Kernels kernels) {

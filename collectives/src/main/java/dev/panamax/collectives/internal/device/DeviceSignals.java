@@ -4,7 +4,8 @@ import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.memory.DataType;
-import dev.panamax.memory.concurrent.TimedBackoffIdleStrategy;
+import dev.panamax.memory.concurrent.AdaptiveBackoffIdleStrategy;
+import dev.panamax.memory.concurrent.IdleStrategies;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -52,7 +53,7 @@ final class DeviceSignals implements AutoCloseable {
     private final Arena arena;
     private final int rank;
     private final int size;
-    private final TimedBackoffIdleStrategy backoff;
+    private final AdaptiveBackoffIdleStrategy backoff;
     private final long myPid = ProcessHandle.current().pid();
 
     /** A where-to-write announcement read from a ready line. */
@@ -72,7 +73,7 @@ final class DeviceSignals implements AutoCloseable {
         this.arena = arena;
         this.rank = rank;
         this.size = size;
-        this.backoff = new TimedBackoffIdleStrategy(size > Runtime.getRuntime().availableProcessors());
+        this.backoff = IdleStrategies.adaptiveBackoff(size > Runtime.getRuntime().availableProcessors());
         LONG.compareAndSet(block, 0L, 0L, MAGIC);
         block.set(ValueLayout.JAVA_LONG, pidOffset(rank), myPid);
         LONG.setRelease(block, stateLine(rank), ALIVE);
