@@ -126,6 +126,26 @@ class GradientSynchronizerTest {
     }
 
     /**
+     * The inputs are small integers, which bfloat16 holds exactly, so the bf16 hook must give the same sums and
+     * averages as float32: one tensor at a time, and through the fusion buffer and the paired all-reduces.
+     */
+    @Test
+    void bf16CompressionCarriesEveryPlan() {
+        AllReduceModel m = new AllReduceModel(1e-3, 1e-9, 1.0);
+        for (int n : new int[]{1, 2, 3}) {
+            for (boolean average : new boolean[]{true, false}) {
+                train(n, b -> b.policy(SyncPolicy.WFBP).compression(GradientCompression.bf16()), average, 0,
+                        ITERATIONS);
+                List<LayerType[]> types = train(n, b -> b.policy(SyncPolicy.ASC_WFBP).model(m)
+                        .backwardSeconds(zeros()).compression(GradientCompression.bf16()), average, 0, ITERATIONS);
+                List<LayerType> first = Arrays.asList(types.getFirst());
+                assertTrue(first.contains(LayerType.SIMULTANEOUS) && first.contains(LayerType.MERGED),
+                        first.toString());
+            }
+        }
+    }
+
+    /**
      * Without backward times the first iterations are timed (under WFBP), then the plan is decided:
      * tensor 4 is marked 3 ms after tensor 3, so the measured profile shows it, and every rank
      * follows the same plan.
@@ -193,6 +213,12 @@ class GradientSynchronizerTest {
                         sync.register(a.asSlice(16, 16), 2, DataType.FLOAT64));
                 assertEquals(1, sync.register(a.asSlice(16, 16), 4, DataType.FLOAT32));
                 assertThrows(IllegalStateException.class, sync::awaitAll);
+                try (GradientSynchronizer bf16 = GradientSynchronizer.builder(comm).policy(SyncPolicy.WFBP)
+                        .compression(GradientCompression.bf16()).build()) {
+                    IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () ->
+                            bf16.register(a.asSlice(32, 16), 4, DataType.INT32));
+                    assertTrue(e.getMessage().contains("int32"), e.getMessage());
+                }
                 sync.markReady(0);
                 assertThrows(IllegalStateException.class, () -> sync.markReady(0));
                 assertThrows(IllegalArgumentException.class, () -> sync.markReady(2));

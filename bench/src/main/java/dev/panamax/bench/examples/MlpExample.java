@@ -4,6 +4,7 @@ import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.memory.DataType;
 import dev.panamax.ml.AllReduceModel;
+import dev.panamax.ml.GradientCompression;
 import dev.panamax.ml.GradientSynchronizer;
 import dev.panamax.ml.Optimizer;
 import dev.panamax.ml.ShardedOptimizer;
@@ -274,6 +275,41 @@ public final class MlpExample {
         }
     }
 
+    /** What a {@code --compression} run reports: the loss every {@code every} steps, the final loss, the time in the
+     * steps. */
+    record Curve(List<Double> losses, double finalLoss, double seconds) {
+    }
+
+    /**
+     * Trains on {@code comm}'s ranks as {@link #trainDistributed} does (WFBP), each bucket all-reduced through
+     * {@code compression}; records the loss every {@code every} steps (the same on every rank).
+     */
+    static Curve trainCompressed(Communicator comm, Config c, GradientCompression compression, int every) {
+        int share = share(comm, c);
+        Dataset data = Dataset.synthetic(c);
+        List<Double> losses = new ArrayList<>();
+        long[] nanos = new long[1];
+        int[] steps = new int[1];
+        try (Mlp net = new Mlp(c); GradientSynchronizer sync = GradientSynchronizer.builder(comm)
+                .policy(SyncPolicy.WFBP).compression(compression).build()) {
+            for (int t = 0; t < net.grads.length; t++) {
+                sync.register(net.grads[t], net.sizes[t], DataType.FLOAT64);
+            }
+            loop(c, data, (order, start) -> {
+                long t0 = System.nanoTime();
+                int from = start + comm.rank() * share;
+                net.backward(data, order, from, from + share, sync::markReady);
+                sync.awaitAll();
+                net.step(c.learningRate());
+                nanos[0] += System.nanoTime() - t0;
+                if (++steps[0] % every == 0) {
+                    losses.add(net.loss(data));
+                }
+            });
+            return new Curve(losses, net.loss(data), nanos[0] / 1e9);
+        }
+    }
+
     /**
      * What a sharded run reports: the loss every {@code every} steps, the final loss, the time of the
      * steps (the loss evaluations left out) and the state sizes.
@@ -360,13 +396,16 @@ public final class MlpExample {
      * 0 also trains in one process and prints {@code loss distributed=<a> single=<b>}. Options:
      * {@code --policy wfbp|mg_wfbp|asc_wfbp} (default asc_wfbp), {@code --steps N}, {@code --features F},
      * {@code --hidden H} (the model's size), {@code --sharded} (a ZeRO-2 {@link ShardedOptimizer}),
-     * {@code --zero 1|2}, {@code --optimizer sgd|momentum|adam} (with the sharded optimizer).
+     * {@code --zero 1|2}, {@code --optimizer sgd|momentum|adam} (with the sharded optimizer),
+     * {@code --compression bf16} (gradients all-reduced as bfloat16, then the same run uncompressed: both loss
+     * curves and times per step).
      */
     public static void main(String[] args) {
         SyncPolicy policy = SyncPolicy.ASC_WFBP;
         Config c = Config.DEFAULT;
         ShardedOptimizer.Stage stage = null;
         String optimizer = "sgd";
+        String compression = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--policy" -> policy = SyncPolicy.valueOf(args[++i].toUpperCase(Locale.ROOT).replace('-', '_'));
@@ -384,13 +423,18 @@ public final class MlpExample {
                     default -> throw new IllegalArgumentException("--zero 1 or --zero 2, not " + args[i]);
                 };
                 case "--optimizer" -> optimizer = args[++i];
+                case "--compression" -> compression = args[++i];
                 default -> throw new IllegalArgumentException("unknown option " + args[i]
                         + " (known: --policy, --steps, --features, --hidden, --sharded, --zero 1|2, "
-                        + "--optimizer sgd|momentum|adam)");
+                        + "--optimizer sgd|momentum|adam, --compression bf16)");
             }
         }
         if (stage != null) {
             mainSharded(c, stage, optimizer);
+            return;
+        }
+        if (compression != null) {
+            mainCompressed(c, compression);
             return;
         }
         try (Communicator comm = Panamax.fromEnvironment()) {
@@ -405,6 +449,38 @@ public final class MlpExample {
                         stepNanos[0] / 1e6 / c.steps());
                 System.out.printf(Locale.ROOT, "loss distributed=%.10f single=%.10f%n", distributed, single);
             }
+        }
+    }
+
+    /**
+     * {@code --compression bf16}: trains with the gradients all-reduced as bfloat16, then again uncompressed
+     * (float64, as they are), on the same ranks; rank 0 prints both loss curves and the time per step.
+     */
+    private static void mainCompressed(Config c, String name) {
+        if (!name.equals("bf16")) {
+            throw new IllegalArgumentException("--compression bf16, not " + name);
+        }
+        int every = Math.max(1, c.steps() / 6);
+        try (Communicator comm = Panamax.fromEnvironment()) {
+            // A short run of each first, so that neither timed run pays for the JIT's warm-up.
+            Config warmUp = new Config(c.features(), c.hidden(), c.samples(), c.globalBatch(), Math.min(30, c.steps()),
+                    c.learningRate(), c.seed());
+            trainCompressed(comm, warmUp, GradientCompression.bf16(), warmUp.steps());
+            trainCompressed(comm, warmUp, GradientCompression.none(), warmUp.steps());
+            Curve compressed = trainCompressed(comm, c, GradientCompression.bf16(), every);
+            Curve plain = trainCompressed(comm, c, GradientCompression.none(), every);
+            if (comm.rank() != 0) {
+                return;
+            }
+            System.out.printf(Locale.ROOT, "ranks %d, WFBP, %d steps of global batch %d: gradients as bf16 %.3f "
+                    + "ms/step, as float64 %.3f ms/step%n", comm.size(), c.steps(), c.globalBatch(),
+                    compressed.seconds() * 1e3 / c.steps(), plain.seconds() * 1e3 / c.steps());
+            for (int k = 0; k < compressed.losses().size(); k++) {
+                System.out.printf(Locale.ROOT, "step %d loss bf16=%.10f float64=%.10f%n", (k + 1) * every,
+                        compressed.losses().get(k), plain.losses().get(k));
+            }
+            System.out.printf(Locale.ROOT, "loss bf16=%.10f float64=%.10f%n", compressed.finalLoss(),
+                    plain.finalLoss());
         }
     }
 
