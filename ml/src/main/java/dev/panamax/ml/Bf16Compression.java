@@ -12,7 +12,12 @@ import java.lang.foreign.ValueLayout;
 final class Bf16Compression implements GradientCompression {
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
     private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED;
-    private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT;
+    private static final ValueLayout.OfShort BF16 = ValueLayout.JAVA_SHORT_UNALIGNED;
+    private static final int CHUNK = 4096;
+
+    private final double[] doubles = new double[CHUNK];
+    private final float[] floats = new float[CHUNK];
+    private final short[] shorts = new short[CHUNK];
 
     /** The bfloat16 copy of the bucket that crosses the network, from {@link #owner}'s allocator; grown on demand. */
     private MemorySegment wire;
@@ -37,20 +42,40 @@ final class Bf16Compression implements GradientCompression {
         }
         MemorySegment w = wire(comm, 2 * count);
         boolean wide = type == DataType.FLOAT64;
-        for (long i = 0; i < count; i++) {
-            // float64 rounds to float first: a double rounding, harmless at bfloat16's 8 bits
-            float v = wide ? (float) bucket.getAtIndex(F64, i) : bucket.getAtIndex(F32, i);
-            w.setAtIndex(BF16, i, Half.floatToBfloat16(v));
+        // Converted in chunks through heap arrays: loops over arrays compile to far tighter code than
+        // element-wise segment accesses (the same reason the float16 reduction kernels stage).
+        for (long i = 0; i < count; i += CHUNK) {
+            int m = (int) Math.min(CHUNK, count - i);
+            if (wide) {
+                MemorySegment.copy(bucket, F64, 8 * i, doubles, 0, m);
+                for (int k = 0; k < m; k++) {
+                    // float64 rounds to float first: a double rounding, harmless at bfloat16's 8 bits
+                    shorts[k] = Half.floatToBfloat16((float) doubles[k]);
+                }
+            } else {
+                MemorySegment.copy(bucket, F32, 4 * i, floats, 0, m);
+                for (int k = 0; k < m; k++) {
+                    shorts[k] = Half.floatToBfloat16(floats[k]);
+                }
+            }
+            MemorySegment.copy(shorts, 0, w, BF16, 2 * i, m);
         }
         comm.allReduce(w, count, DataType.BFLOAT16, ReduceOp.SUM);
         // Divided in the bucket's own type, as the plain AVG does.
         int ranks = op == ReduceOp.AVG ? comm.size() : 1;
-        for (long i = 0; i < count; i++) {
-            float sum = Half.bfloat16ToFloat(w.getAtIndex(BF16, i));
+        for (long i = 0; i < count; i += CHUNK) {
+            int m = (int) Math.min(CHUNK, count - i);
+            MemorySegment.copy(w, BF16, 2 * i, shorts, 0, m);
             if (wide) {
-                bucket.setAtIndex(F64, i, (double) sum / ranks);
+                for (int k = 0; k < m; k++) {
+                    doubles[k] = (double) Half.bfloat16ToFloat(shorts[k]) / ranks;
+                }
+                MemorySegment.copy(doubles, 0, bucket, F64, 8 * i, m);
             } else {
-                bucket.setAtIndex(F32, i, sum / ranks);
+                for (int k = 0; k < m; k++) {
+                    floats[k] = Half.bfloat16ToFloat(shorts[k]) / ranks;
+                }
+                MemorySegment.copy(floats, 0, bucket, F32, 4 * i, m);
             }
         }
     }
