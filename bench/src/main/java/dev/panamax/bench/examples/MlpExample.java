@@ -251,32 +251,16 @@ public final class MlpExample {
     /** As above; adds the time spent in the steps (backward, exchange, update) to {@code stepNanos[0]}. */
     static double trainDistributed(Communicator comm, Config c, SyncPolicy policy, AllReduceModel model,
             long[] stepNanos) {
-        int share = share(comm, c);
-        Dataset data = Dataset.synthetic(c);
-        try (Mlp net = new Mlp(c)) {
-            GradientSynchronizer.Builder b = GradientSynchronizer.builder(comm).policy(policy).profileIterations(3);
-            if (model != null) {
-                b.model(model);
-            }
-            try (GradientSynchronizer sync = b.build()) {
-                for (int t = 0; t < net.grads.length; t++) {
-                    sync.register(net.grads[t], net.sizes[t], DataType.FLOAT64);
-                }
-                loop(c, data, (order, start) -> {
-                    long t0 = System.nanoTime();
-                    int from = start + comm.rank() * share;
-                    net.backward(data, order, from, from + share, sync::markReady);
-                    sync.awaitAll();
-                    net.step(c.learningRate());
-                    stepNanos[0] += System.nanoTime() - t0;
-                });
-            }
-            return net.loss(data);
+        GradientSynchronizer.Builder b = GradientSynchronizer.builder(comm).policy(policy).profileIterations(3);
+        if (model != null) {
+            b.model(model);
         }
+        Curve curve = train(comm, c, b, c.steps() + 1);
+        stepNanos[0] += (long) (curve.seconds() * 1e9);
+        return curve.finalLoss();
     }
 
-    /** What a {@code --compression} run reports: the loss every {@code every} steps, the final loss, the time in the
-     * steps. */
+    /** What a run reports: the loss every {@code every} steps, the final loss, the time in the steps. */
     record Curve(List<Double> losses, double finalLoss, double seconds) {
     }
 
@@ -285,13 +269,18 @@ public final class MlpExample {
      * {@code compression}; records the loss every {@code every} steps (the same on every rank).
      */
     static Curve trainCompressed(Communicator comm, Config c, GradientCompression compression, int every) {
+        return train(comm, c, GradientSynchronizer.builder(comm).policy(SyncPolicy.WFBP).compression(compression),
+                every);
+    }
+
+    /** Trains on {@code comm}'s ranks, each on its share of every global batch, with the synchronizer {@code b}. */
+    private static Curve train(Communicator comm, Config c, GradientSynchronizer.Builder b, int every) {
         int share = share(comm, c);
         Dataset data = Dataset.synthetic(c);
         List<Double> losses = new ArrayList<>();
         long[] nanos = new long[1];
         int[] steps = new int[1];
-        try (Mlp net = new Mlp(c); GradientSynchronizer sync = GradientSynchronizer.builder(comm)
-                .policy(SyncPolicy.WFBP).compression(compression).build()) {
+        try (Mlp net = new Mlp(c); GradientSynchronizer sync = b.build()) {
             for (int t = 0; t < net.grads.length; t++) {
                 sync.register(net.grads[t], net.sizes[t], DataType.FLOAT64);
             }
