@@ -44,6 +44,9 @@ public record Row(long size, long count, String type, String redop, int root, do
                         double parksPerCall, double spinUs) {
     }
 
+    /** The widths of the {@code --waits} columns, for the header lines and a row without counts. */
+    private static final String WAITS_COLUMNS = " %7s %6s %8s %8s %7s %7s";
+
     /** Builds a row from the measured time, computing the bandwidths. */
     public static Row of(PerfCollective c, long count, int typeSize, String type, String redop, int root, int ranks,
                          double timeUs, long wrong, double minUs, double p50Us, double p99Us, double maxUs) {
@@ -107,10 +110,9 @@ public record Row(long size, long count, String type, String redop, int root, do
             units += String.format(Locale.ROOT, " %10s %10s %10s", "(us)", "(us)", "(us)");
         }
         if (waits) {
-            names += String.format(Locale.ROOT, " %7s %6s %8s %8s %7s %7s", "idle", "spun", "spins", "yields",
-                    "parks", "spin");
-            units += String.format(Locale.ROOT, " %7s %6s %8s %8s %7s %7s", "(/call)", "(%)", "(/call)", "(/call)",
-                    "(/call)", "(us)");
+            names += String.format(Locale.ROOT, WAITS_COLUMNS, "idle", "spun", "spins", "yields", "parks", "spin");
+            units += String.format(Locale.ROOT, WAITS_COLUMNS, "(/call)", "(%)", "(/call)", "(/call)", "(/call)",
+                    "(us)");
         }
         names += "  algorithm";
         return names + System.lineSeparator() + units;
@@ -130,7 +132,7 @@ public record Row(long size, long count, String type, String redop, int root, do
             line += String.format(Locale.ROOT, " %10s %10s %10s", time(p50Us), time(p99Us), time(maxUs));
         }
         if (withWaits) {
-            line += waits == null ? String.format(Locale.ROOT, " %7s %6s %8s %8s %7s %7s", "-", "-", "-", "-", "-", "-")
+            line += waits == null ? String.format(Locale.ROOT, WAITS_COLUMNS, "-", "-", "-", "-", "-", "-")
                     : String.format(Locale.ROOT, " %7.2f %6.1f %8.1f %8.2f %7.2f %7.1f", waits.idlePerCall,
                     100 * waits.servedSpinning, waits.spinsPerCall, waits.yieldsPerCall, waits.parksPerCall,
                     waits.spinUs);

@@ -1,7 +1,7 @@
 package dev.panamax.bench.perf;
 
 import java.lang.management.ManagementFactory;
-import java.util.Set;
+import java.util.Comparator;
 import javax.management.JMException;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
@@ -26,16 +26,9 @@ record WaitCounts(long waits, long servedSpinning, long spins, long yields, long
      */
     static ObjectName beanOf(int rank) {
         try {
-            Set<ObjectName> names = SERVER.queryNames(new ObjectName("dev.panamax:type=Communicator,rank=" + rank
-                    + ",*"), null);
-            ObjectName first = null;
-            for (ObjectName n : names) {
-                if (first == null || Long.parseLong(n.getKeyProperty("id")) < Long.parseLong(first.getKeyProperty(
-                        "id"))) {
-                    first = n;
-                }
-            }
-            return first;
+            return SERVER.queryNames(new ObjectName("dev.panamax:type=Communicator,rank=" + rank + ",*"), null)
+                    .stream().min(Comparator.comparingLong(n -> Long.parseLong(n.getKeyProperty("id"))))
+                    .orElse(null);
         } catch (JMException e) {
             return null;
         }
