@@ -250,6 +250,63 @@ public interface Communicator extends AutoCloseable {
     void close();
 
     /**
+     * Marks the communicator broken on every rank, from any thread, without closing it (ULFM's
+     * {@code MPI_Comm_revoke}). Never blocks:
+     * <ul>
+     * <li>a collective running on this rank throws {@link RevokedException} at once, and every later
+     *     call on this communicator (and on those {@link #split} from it, which share its links) throws
+     *     it too;</li>
+     * <li>the other ranks learn it through the links: their pending and later collectives throw
+     *     {@link RevokedException} naming this rank (within a liveness check, about 50 ms, also when
+     *     they wait on a different, live peer), and each passes it on to its own peers, so it reaches
+     *     every rank even if this one dies right after;</li>
+     * <li>{@link #agree}, {@link #shrink} and {@link #close} still work.</li>
+     * </ul>
+     * Idempotent; revoking a communicator that already failed changes nothing.
+     */
+    void revoke();
+
+    /**
+     * Fault-tolerant agreement (ULFM's {@code MPIX_Comm_agree}): collective over the ranks of this
+     * communicator that are alive, also after a failure or a {@link #revoke}. Every rank that returns
+     * gets the same {@link Agreement}: the AND of the flags of the ranks that took part, and the ranks
+     * counted as failed (dead, closed, or not calling within the timeout), even when more ranks die
+     * during the agreement. Agreement runs through the job's rendezvous store (in-JVM ranks: a shared
+     * object), not the links.
+     *
+     * @throws CollectiveException when this rank was itself counted as failed (it called after the
+     *                             others gave up on it) or the store is unreachable (its host died)
+     */
+    Agreement agree(long flags);
+
+    /**
+     * A new communicator of the ranks that are still alive (ULFM's {@code MPIX_Comm_shrink}):
+     * collective over the survivors, also after a failure or a {@link #revoke}. They first
+     * {@link #agree} on who failed, then connect anew over the transport this communicator was built
+     * with, keeping their order: ranks are dense, from 0. This communicator stays as it is (close it).
+     * The new one starts with {@code auto} algorithms and a detected topology, and keeps call
+     * validation and deterministic mode.
+     *
+     * <p>Every survivor gets a working communicator of the same members, or every survivor throws the
+     * same {@link PeerFailedException} (a rank died while they connected): call {@code shrink()} again.
+     *
+     * @throws CollectiveException as {@link #agree}
+     */
+    Communicator shrink();
+
+    /**
+     * A communicator of this one's ranks and {@code newRanks} processes that join the job
+     * ({@link CommunicatorBuilder#join()}): collective over this communicator, which stays as it is.
+     * Its ranks keep their numbers; the joiners get ranks {@code size()} to {@code size() + newRanks - 1}
+     * in the order they reached the rendezvous store. Hand the state over with a {@link #broadcast}
+     * from a rank that has it. Keeps call validation and deterministic mode, as {@link #shrink} does.
+     *
+     * @throws CollectiveTimeoutException    when fewer processes joined within the timeout (every rank)
+     * @throws UnsupportedOperationException for in-JVM ranks ({@link Panamax#local}), which nothing can join
+     */
+    Communicator grow(int newRanks);
+
+    /**
      * Abandons the communicator, from any thread, also while another thread is inside a collective
      * on it. Never blocks, and idempotent:
      * <ul>

@@ -144,7 +144,27 @@ public final class CommunicatorBuilder {
         if (config == null) {
             config = LaunchConfig.fromEnvironment();
         }
-        Communicator c = ProcessBootstrap.connect(config, transport, timeoutNanos, bindAddress, secret);
+        return configured(ProcessBootstrap.connect(config, transport, timeoutNanos, bindAddress, secret));
+    }
+
+    /**
+     * Joins a running job as a new rank, for example a replacement for a rank that was lost: reaches
+     * the job's rendezvous store (the config's master address and port, as {@link #connect()}; its
+     * rank and world size are not used), waits there until the job's ranks call
+     * {@link Communicator#grow}, and returns the grown communicator, in which this process has one of
+     * the new ranks. Give it the job's transport and secret. Blocks up to the timeout.
+     *
+     * @throws CollectiveTimeoutException when no grow took this process within the timeout
+     */
+    public Communicator join() {
+        if (config == null) {
+            config = LaunchConfig.fromEnvironment();
+        }
+        return configured(ProcessBootstrap.join(config, transport, timeoutNanos, bindAddress, secret));
+    }
+
+    /** {@code c} with this builder's topology, algorithms, validation and determinism; closed if they fail. */
+    private Communicator configured(Communicator c) {
         try {
             if (topology != null) {
                 c.setTopology(topology);

@@ -4,7 +4,8 @@
  * <ol>
  *   <li>{@code config} (every knob) and {@code auth} (the job secret's handshake);</li>
  *   <li>{@code transport} (the {@code Link}/{@code Request} contract, {@code Transport} and its
- *       selector) and {@code observe} (JFR events, the JMX bean);</li>
+ *       selector), {@code observe} (JFR events, the JMX bean) and {@code elastic} (the agreement's
+ *       rule and the {@code Membership} that agree and shrink go through);</li>
  *   <li>one folder per transport: {@code transport.local}, {@code .shm}, {@code .tcp},
  *       {@code .verbs};</li>
  *   <li>{@code runtime}: the communicator implementation, its checks, plan cache, executor and

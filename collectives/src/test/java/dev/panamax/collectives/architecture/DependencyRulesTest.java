@@ -33,6 +33,7 @@ class DependencyRulesTest {
             Map.entry("internal.auth", 0),
             Map.entry("internal.transport", 1),
             Map.entry("internal.observe", 1),
+            Map.entry("internal.elastic", 1),
             Map.entry("internal.transport.local", 2),
             Map.entry("internal.transport.shm", 2),
             Map.entry("internal.transport.tcp", 2),

@@ -1,34 +1,27 @@
 package dev.panamax.collectives.internal.bootstrap;
 
-import dev.panamax.collectives.CollectiveException;
+import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.TransportKind;
 import dev.panamax.collectives.internal.auth.MutualAuth;
-import dev.panamax.collectives.internal.runtime.CommunicatorImpl;
-import dev.panamax.collectives.internal.transport.Link;
-import dev.panamax.collectives.internal.transport.PeerInfo;
-import dev.panamax.collectives.internal.transport.Rendezvous;
-import dev.panamax.collectives.internal.transport.Transport;
-import dev.panamax.collectives.internal.transport.TransportSelector;
-import dev.panamax.collectives.internal.transport.shm.ShmAllocator;
-import dev.panamax.collectives.internal.transport.shm.ShmTransport;
-import dev.panamax.collectives.internal.transport.tcp.TcpTransport;
-import dev.panamax.collectives.internal.transport.verbs.VerbsTransport;
 
-import java.io.IOException;
-import java.net.InetAddress;
-import java.util.List;
+import java.util.Arrays;
+import java.util.stream.IntStream;
 
 /**
  * Connects the communicator of one process: every rank meets the others at rank 0's rendezvous
  * store, publishes who it is (process id and {@linkplain HostIdentity host identity}), then a
- * {@link TransportSelector} connects a link to each peer over the first transport of the
+ * transport selector connects a link to each peer over the first transport of the
  * {@link TransportKind}'s list that can reach it: shared memory to peers on this host and TCP to
  * the others for {@code auto}; only the forced one otherwise. Nobody leaves before everyone is
- * connected.
+ * connected. The store stays open for the communicator's agreements and shrinks
+ * ({@link StoreMembership}).
  */
 public final class ProcessBootstrap {
+    /** The name of the job's first communicator: its agreements and offspring are named from it. */
+    static final String JOB = "job";
+
     private ProcessBootstrap() {
     }
 
@@ -39,110 +32,64 @@ public final class ProcessBootstrap {
     public static Communicator connect(LaunchConfig config, TransportKind kind, long timeoutNanos, String bindAddress,
                                        String secret) {
         int rank = config.rank();
-        int size = config.worldSize();
         MutualAuth auth = MutualAuth.of(secret);
         StoreServer server = null;
-        StoreClient store = null;
-        ShmAllocator allocator = null;
-        TransportSelector selector = null;
-        TransportSelector.Connected connected = null;
+        StoreMembership membership = null;
         try {
             if (rank == 0) {
                 server = new StoreServer(config.masterAddr(), config.masterPort(), auth);
             }
-            store = StoreClient.connect(config.masterAddr(), config.masterPort(), timeoutNanos, rank, auth);
-            allocator = new ShmAllocator();
-            selector = new TransportSelector(transports(kind, allocator, auth, bindAddress));
-            Rendezvous rendezvous = new StoreRendezvous(store, rank, size, timeoutNanos);
-            // Listening sockets open before this rank announces itself, so early peers queue up.
-            selector.prepare(rendezvous);
-            PeerInfo self = new PeerInfo(rank, ProcessHandle.current().pid(), HostIdentity.current());
-            store.set("rank/" + rank, self.pid() + " " + self.host());
-            PeerInfo[] peers = new PeerInfo[size];
-            String[] hosts = new String[size];
-            for (int p = 0; p < size; p++) {
-                String[] f = store.get("rank/" + p).split(" ");
-                peers[p] = new PeerInfo(p, Long.parseLong(f[0]), f[1]);
-                hosts[p] = f[1];
+            StoreClient store = StoreClient.connect(config.masterAddr(), config.masterPort(), timeoutNanos, rank,
+                    auth);
+            membership = new StoreMembership(server, store, kind, auth, bindAddress);
+            if (rank == 0) {
+                // Member ids past the job's ranks go to processes that join later (grow).
+                store.add(StoreMembership.NEXT_MEMBER, config.worldSize());
             }
-            connected = selector.connect(rendezvous, self, peers);
-
-            // Nobody may leave before every peer has mapped its inbox and connected.
-            store.barrier("connected", size);
-
-            TransportSelector.Connected sessions = connected;
-            StoreServer ownServer = server;
-            StoreClient ownStore = store;
-            return new CommunicatorImpl(rank, size, connected.links(), timeoutNanos, allocator,
-                    HostIdentity.ranksOn(hosts, self.host()), HostIdentity.detectTopology(hosts, kind),
-                            connected.registrar(), () -> {
-                        sessions.close();
-                        ownStore.close();
-                        if (ownServer != null) {
-                            ownServer.close();
-                        }
-                    });
-        } catch (IOException e) {
-            closeAll(selector, connected, allocator, store, server);
-            throw new CollectiveException("rank " + rank + ": connecting the communicator failed: " + e.getMessage(),
-                    e);
+            int[] members = IntStream.range(0, config.worldSize()).toArray();
+            return membership.connect(JOB, members, rank, timeoutNanos);
         } catch (RuntimeException e) {
-            closeAll(selector, connected, allocator, store, server);
+            if (membership != null) {
+                membership.closeIfUnused();
+            } else if (server != null) {
+                server.close();
+            }
             throw e;
         }
     }
 
-    /** The transports of {@code kind}, in order of preference. */
-    private static List<Transport> transports(TransportKind kind, ShmAllocator allocator, MutualAuth auth,
-            String bindAddress) {
-        return switch (kind) {
-            case AUTO -> List.of(new ShmTransport(allocator), new TcpTransport(auth, bindAddress));
-            case SHM -> List.of(new ShmTransport(allocator));
-            case TCP -> List.of(new TcpTransport(auth, bindAddress));
-            case VERBS -> List.of(new VerbsTransport(auth, bindAddress));
-        };
-    }
+    /** The rank a joining process claims on its first store connection, before it has a member id. */
+    private static final int JOINER = Integer.MAX_VALUE;
 
-    private static void closeAll(TransportSelector selector, TransportSelector.Connected connected,
-            ShmAllocator allocator,
-                                 StoreClient store, StoreServer server) {
-        if (selector != null) {
-            selector.release();
-        }
-        if (connected != null) {
-            for (Link l : connected.links()) {
-                if (l != null) {
-                    l.close();
-                }
+    /**
+     * Joins a running job as a new rank: takes a ticket at the job's store (the config's master
+     * address; its rank and size are not used), waits for a {@code grow} to hand it a member id and the
+     * communicator to connect, then connects as that member.
+     */
+    public static Communicator join(LaunchConfig config, TransportKind kind, long timeoutNanos, String bindAddress,
+            String secret) {
+        MutualAuth auth = MutualAuth.of(secret);
+        String[] ticket;
+        try (StoreClient lobby = StoreClient.connect(config.masterAddr(), config.masterPort(), timeoutNanos, JOINER,
+                auth)) {
+            long n = lobby.add(StoreMembership.TICKETS_ASKED, 1);
+            try {
+                ticket = lobby.get(StoreMembership.TICKET + n).split(" ");
+            } catch (CollectiveTimeoutException e) {
+                throw new CollectiveTimeoutException("joining the job at " + config.masterAddr() + ":"
+                        + config.masterPort() + ": no grow() took this process within "
+                        + timeoutNanos / 1_000_000_000.0 + " s", e);
             }
-            connected.close();
         }
-        if (allocator != null) {
-            allocator.close();
-        }
-        if (store != null) {
-            store.close();
-        }
-        if (server != null) {
-            server.close();
-        }
-    }
-
-    /** The rendezvous store as the transports see it: values are published under {@code name/rank}. */
-    private record StoreRendezvous(StoreClient store, int rank, int size, long timeoutNanos) implements Rendezvous {
-        @Override
-        public void publish(String name, String value) {
-            store.set(name + "/" + rank, value);
-        }
-
-        @Override
-        public String lookup(String name, int peer) {
-            return store.get(name + "/" + peer);
-        }
-
-        @Override
-        public InetAddress localAddress() {
-            return store.localAddress();
+        int self = Integer.parseInt(ticket[1]);
+        int[] members = Arrays.stream(ticket[2].split(",")).mapToInt(Integer::parseInt).toArray();
+        StoreClient store = StoreClient.connect(config.masterAddr(), config.masterPort(), timeoutNanos, self, auth);
+        StoreMembership membership = new StoreMembership(null, store, kind, auth, bindAddress);
+        try {
+            return membership.connect(ticket[0], members, self, timeoutNanos);
+        } catch (RuntimeException e) {
+            membership.closeIfUnused();
+            throw e;
         }
     }
 }

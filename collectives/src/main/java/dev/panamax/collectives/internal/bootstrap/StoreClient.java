@@ -3,6 +3,7 @@ package dev.panamax.collectives.internal.bootstrap;
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.internal.auth.MutualAuth;
+import dev.panamax.collectives.internal.elastic.AgreementState;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -12,15 +13,20 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
+import java.util.Arrays;
 
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_ADD;
-import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_BYE;
+import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_AGREE;
+import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_GET_FROM;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_GET;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_SET;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.readString;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.writeString;
 
-/** A rank's connection to the rendezvous store ({@link StoreServer}). Not thread-safe. */
+/**
+ * A rank's connection to the rendezvous store ({@link StoreServer}). One request at a time: the
+ * communicators of one process that share it (a communicator and those shrunk from it) take turns.
+ */
 public final class StoreClient implements AutoCloseable {
     private final Socket socket;
     private final DataInputStream in;
@@ -93,7 +99,7 @@ public final class StoreClient implements AutoCloseable {
         return socket.getLocalAddress();
     }
 
-    public void set(String key, String value) {
+    public synchronized void set(String key, String value) {
         call(() -> {
             out.writeInt(OP_SET);
             writeString(out, key);
@@ -105,7 +111,7 @@ public final class StoreClient implements AutoCloseable {
     }
 
     /** Waits until {@code key} exists and returns its value. */
-    public String get(String key) {
+    public synchronized String get(String key) {
         return call(() -> {
             out.writeInt(OP_GET);
             writeString(out, key);
@@ -114,7 +120,7 @@ public final class StoreClient implements AutoCloseable {
         }, "get " + key);
     }
 
-    public long add(String key, long delta) {
+    public synchronized long add(String key, long delta) {
         return Long.parseLong(call(() -> {
             out.writeInt(OP_ADD);
             writeString(out, key);
@@ -122,6 +128,73 @@ public final class StoreClient implements AutoCloseable {
             out.flush();
             return readString(in);
         }, "add " + key));
+    }
+
+    /**
+     * Waits until {@code key} exists and returns its value, or returns null once member
+     * {@code from} (who is to publish it) has failed.
+     */
+    public synchronized String getFrom(String key, int from) {
+        String v = call(() -> {
+            out.writeInt(OP_GET_FROM);
+            writeString(out, key);
+            writeString(out, Integer.toString(from));
+            out.flush();
+            return readString(in);
+        }, "get " + key);
+        return v.startsWith("1") ? v.substring(1) : null;
+    }
+
+    /**
+     * Contributes {@code flags} for member {@code self} to agreement {@code instance} among
+     * {@code members} and waits for the decision: at most {@code timeoutNanos} after the first
+     * member contributed (the store then counts the others as failed), plus a margin.
+     */
+    public synchronized AgreementState.Decision agree(String instance, int[] members, int self, long flags,
+            long timeoutNanos) {
+        String request = agreeRequest(members, self, flags, timeoutNanos);
+        String answer = call(() -> {
+            int before = socket.getSoTimeout();
+            // The store answers by the deadline it set; the margin covers the first contributor's lead.
+            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, 2 * timeoutNanos / 1_000_000 + 5_000));
+            try {
+                out.writeInt(OP_AGREE);
+                writeString(out, instance);
+                writeString(out, request);
+                out.flush();
+                return readString(in);
+            } finally {
+                socket.setSoTimeout(before);
+            }
+        }, "agree " + instance);
+        if (answer.startsWith("error ")) {
+            throw new CollectiveException("rendezvous store at " + where + ": " + answer.substring(6));
+        }
+        String[] f = answer.split(" ", -1);
+        int[] failed = f[1].isEmpty() ? new int[0] : Arrays.stream(f[1].split(",")).mapToInt(Integer::parseInt)
+                .toArray();
+        return new AgreementState.Decision(Long.parseUnsignedLong(f[0], 16), failed);
+    }
+
+    /** Contributes like {@link #agree} but does not wait for the decision (this member is leaving). */
+    public synchronized void contribute(String instance, int[] members, int self, long flags, long timeoutNanos) {
+        String request = agreeRequest(members, self, flags, timeoutNanos) + " nowait";
+        call(() -> {
+            out.writeInt(OP_AGREE);
+            writeString(out, instance);
+            writeString(out, request);
+            out.flush();
+            return readString(in);
+        }, "agree " + instance);
+    }
+
+    private static String agreeRequest(int[] members, int self, long flags, long timeoutNanos) {
+        StringBuilder request = new StringBuilder().append(self).append(' ').append(Long.toHexString(flags))
+                .append(' ').append(Math.max(1, timeoutNanos / 1_000_000)).append(' ');
+        for (int i = 0; i < members.length; i++) {
+            request.append(i == 0 ? "" : ",").append(members[i]);
+        }
+        return request.toString();
     }
 
     /** Waits until all {@code size} ranks have called it with the same {@code name}. */
@@ -151,15 +224,13 @@ public final class StoreClient implements AutoCloseable {
         }
     }
 
+    /**
+     * Closes the connection (the store sees this member leave); any thread, also while another is
+     * waiting on the store, whose wait then fails. A request in progress keeps the lock, so no
+     * goodbye is sent: the store treats the end of the stream alike.
+     */
     @Override
     public void close() {
-        try {
-            out.writeInt(OP_BYE);
-            writeString(out, "");
-            out.flush();
-        } catch (IOException ignored) {
-            // the server may be gone
-        }
         try {
             socket.close();
         } catch (IOException ignored) {

@@ -16,6 +16,10 @@ final class StoreProtocol {
     static final int OP_GET = 2;
     static final int OP_ADD = 3;
     static final int OP_BYE = 4;
+    /** Agreement: key the instance, value "self flags timeoutMillis member,member,..."; answers the decision. */
+    static final int OP_AGREE = 5;
+    /** Get that gives up when a member dies: value the member id; answers "1" + value, or "0" if it died. */
+    static final int OP_GET_FROM = 6;
 
     private StoreProtocol() {
     }

@@ -2,6 +2,7 @@ package dev.panamax.collectives.internal.bootstrap;
 
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.internal.auth.MutualAuth;
+import dev.panamax.collectives.internal.elastic.AgreementState;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -11,11 +12,16 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketAddress;
+import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_ADD;
+import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_AGREE;
+import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_GET_FROM;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_BYE;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_GET;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_SET;
@@ -34,6 +40,11 @@ import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.writeStri
  * server proves it too before the client trusts what it reads. The server listens only on the
  * master address it is given (never the wildcard unless that is what it is given), and drops,
  * logs and forgets a connection that fails the handshake while serving the others.
+ *
+ * <p>It is also the coordinator of agreements ({@code Communicator.agree} and {@code shrink}): a
+ * member (the rank a connection proved, its member id) is alive while it holds a connection, and
+ * failed from the moment its last connection ends (its process died, or it closed every
+ * communicator); agreements decide by {@link AgreementState} under the same lock as the data.
  */
 public final class StoreServer implements AutoCloseable {
     private final ServerSocket socket;
@@ -42,6 +53,12 @@ public final class StoreServer implements AutoCloseable {
     private final System.Logger log;
     private final Map<String, String> data = new HashMap<>();
     private final Map<Socket, Boolean> clients = new ConcurrentHashMap<>();
+    /** Open connections per member id; guarded by {@code data}. */
+    private final Map<Integer, Integer> connections = new HashMap<>();
+    /** Members whose last connection ended (and who have not connected again); guarded by {@code data}. */
+    private final Set<Integer> failed = new HashSet<>();
+    /** Agreements by instance name; guarded by {@code data}. */
+    private final Map<String, Pending> agreements = new HashMap<>();
     private final Thread acceptor;
     private volatile boolean closed;
 
@@ -101,12 +118,13 @@ public final class StoreServer implements AutoCloseable {
 
     private void serve(Socket s) {
         SocketAddress remote = s.getRemoteSocketAddress();
+        int member = -1;
         try (s; DataInputStream in = new DataInputStream(s.getInputStream());
              DataOutputStream out = new DataOutputStream(s.getOutputStream())) {
             // A stranger that sends nothing costs this thread handshakeMillis, never the others.
             s.setSoTimeout(handshakeMillis);
             try {
-                auth.accept(in, out, MutualAuth.STORE_CONTEXT, rank -> rank >= 0);
+                member = auth.accept(in, out, MutualAuth.STORE_CONTEXT, rank -> rank >= 0);
             } catch (IOException e) {
                 if (!closed) {
                     log.log(System.Logger.Level.WARNING,
@@ -115,6 +133,7 @@ public final class StoreServer implements AutoCloseable {
                 return;
             }
             s.setSoTimeout(0); // a proven rank may wait as long as the job takes
+            joined(member);
             while (true) {
                 int op = in.readInt();
                 String key = readString(in);
@@ -149,6 +168,20 @@ public final class StoreServer implements AutoCloseable {
                         }
                         writeString(out, Long.toString(now));
                     }
+                    case OP_AGREE -> writeString(out, agree(key, readString(in)));
+                    case OP_GET_FROM -> {
+                        int from = Integer.parseInt(readString(in));
+                        String value;
+                        synchronized (data) {
+                            while ((value = data.get(key)) == null && !failed.contains(from) && !closed) {
+                                data.wait(1000);
+                            }
+                        }
+                        if (value == null && closed) {
+                            return;
+                        }
+                        writeString(out, value == null ? "0" : "1" + value);
+                    }
                     case OP_BYE -> {
                         return;
                     }
@@ -162,6 +195,89 @@ public final class StoreServer implements AutoCloseable {
             // the client went away; nothing to clean up beyond the socket
         } finally {
             clients.remove(s);
+            if (member >= 0) {
+                left(member);
+            }
+        }
+    }
+
+    /** One agreement and when it expires. */
+    private record Pending(AgreementState state, long deadlineNanos) {
+    }
+
+    private void joined(int member) {
+        synchronized (data) {
+            connections.merge(member, 1, Integer::sum);
+            failed.remove(member); // back (a fresh connection under the same rank): alive for later agreements
+        }
+    }
+
+    /** A connection of {@code member} ended: at its last one, the member has failed in every agreement. */
+    private void left(int member) {
+        synchronized (data) {
+            if (connections.merge(member, -1, Integer::sum) > 0) {
+                return;
+            }
+            connections.remove(member);
+            failed.add(member);
+            for (Pending p : agreements.values()) {
+                if (p.state().isMember(member)) {
+                    p.state().fail(member);
+                }
+            }
+            data.notifyAll();
+        }
+    }
+
+    /**
+     * Contributes to agreement {@code instance} ({@code request}: "self flags timeoutMillis members",
+     * and "nowait" to return "pending" at once) and waits for its decision: "flags failed,failed,...".
+     * The first contribution sets the members
+     * and the deadline, after which the members that have not contributed count as failed.
+     */
+    private String agree(String instance, String request) throws InterruptedException {
+        String[] f = request.split(" ", -1);
+        int self = Integer.parseInt(f[0]);
+        long flags = Long.parseUnsignedLong(f[1], 16);
+        long timeoutNanos = Long.parseLong(f[2]) * 1_000_000L;
+        int[] members = Arrays.stream(f[3].split(",")).mapToInt(Integer::parseInt).toArray();
+        synchronized (data) {
+            Pending p = agreements.get(instance);
+            if (p == null) {
+                p = new Pending(new AgreementState(members), System.nanoTime() + timeoutNanos);
+                agreements.put(instance, p);
+                for (int m : members) {
+                    if (failed.contains(m)) {
+                        p.state().fail(m);
+                    }
+                }
+            } else if (!Arrays.equals(p.state().members(), Arrays.stream(members).sorted().toArray())) {
+                return "error agreement " + instance + " has members " + Arrays.toString(p.state().members())
+                        + " but member " + self + " named " + Arrays.toString(members);
+            }
+            p.state().contribute(self, flags);
+            data.notifyAll();
+            if (f.length > 4 && f[4].equals("nowait")) {
+                return "pending";
+            }
+            while (p.state().decision() == null && !closed) {
+                long left = p.deadlineNanos() - System.nanoTime();
+                if (left <= 0) {
+                    p.state().expire();
+                    data.notifyAll();
+                    break;
+                }
+                data.wait(Math.max(1, left / 1_000_000));
+            }
+            AgreementState.Decision d = p.state().decision();
+            if (d == null) {
+                return "error the store is closing";
+            }
+            StringBuilder b = new StringBuilder(Long.toHexString(d.flags())).append(' ');
+            for (int i = 0; i < d.failedMembers().length; i++) {
+                b.append(i == 0 ? "" : ",").append(d.failedMembers()[i]);
+            }
+            return b.toString();
         }
     }
 

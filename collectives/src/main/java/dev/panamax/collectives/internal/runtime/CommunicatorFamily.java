@@ -1,6 +1,7 @@
 package dev.panamax.collectives.internal.runtime;
 
 import dev.panamax.collectives.CollectiveException;
+import dev.panamax.collectives.RevokedException;
 
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -19,6 +20,8 @@ final class CommunicatorFamily {
     private volatile Throwable failure;
     /** Set once by an abort on any member. */
     private volatile boolean aborted;
+    /** The rank (of the family's root) that revoked the family, or -1. */
+    private volatile int revokedBy = -1;
     /** An abort's release of the family, left to whichever thread next holds {@link #lock}. */
     private volatile boolean releasePending;
 
@@ -36,7 +39,7 @@ final class CommunicatorFamily {
     }
 
     /** Keeps {@code t} when it is the first failure. */
-    void recordFailure(Throwable t) {
+    synchronized void recordFailure(Throwable t) {
         if (failure == null) {
             failure = t;
         }
@@ -54,6 +57,28 @@ final class CommunicatorFamily {
         aborted = true;
         recordFailure(new CollectiveException("rank " + rank + ": the communicator was aborted"));
         return true;
+    }
+
+    /**
+     * Marks the family revoked by {@code revoker} (a rank of the root) and records the failure every
+     * later call reports; false when it was revoked already.
+     */
+    synchronized boolean markRevoked(int revoker, RevokedException error) {
+        if (revokedBy >= 0) {
+            return false;
+        }
+        revokedBy = revoker;
+        recordFailure(error);
+        return true;
+    }
+
+    /** The rank that revoked the family, or -1. */
+    int revokedBy() {
+        return revokedBy;
+    }
+
+    boolean tryLock() {
+        return lock.tryLock();
     }
 
     /** Leaves the release of the family to {@link #releaseIfPending}, once the abort has woken the waits and closed the
@@ -80,6 +105,16 @@ final class CommunicatorFamily {
         }
     }
 
+    /** Throws when the communicator cannot even agree or shrink: aborted or {@code closed}. */
+    void ensureNotClosed(int rank, boolean closed) {
+        if (aborted) {
+            throw new IllegalStateException("rank " + rank + ": the communicator was aborted");
+        }
+        if (closed) {
+            throw new IllegalStateException("rank " + rank + ": the communicator is closed");
+        }
+    }
+
     /** Throws when no collective may start: aborted, {@code closed}, or broken by an earlier failure. */
     void ensureOpen(int rank, boolean closed) {
         if (aborted) {
@@ -89,6 +124,10 @@ final class CommunicatorFamily {
             throw new IllegalStateException("rank " + rank + ": the communicator is closed");
         }
         Throwable f = failure;
+        if (f instanceof RevokedException r) {
+            throw new RevokedException(r.revoker(), "rank " + rank + ": the communicator was revoked by rank "
+                    + r.revoker());
+        }
         if (f != null) {
             throw new IllegalStateException("rank " + rank + ": the communicator is unusable after an earlier failure: "
                     + f.getMessage(), f);

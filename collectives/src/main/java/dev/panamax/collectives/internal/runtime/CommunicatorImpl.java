@@ -1,13 +1,17 @@
 package dev.panamax.collectives.internal.runtime;
 
+import dev.panamax.collectives.Agreement;
 import dev.panamax.collectives.Collective;
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.ItemReducer;
 import dev.panamax.collectives.MismatchedCallException;
 import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.collectives.RevokedException;
 import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.algorithms.Algorithms;
+import dev.panamax.collectives.internal.elastic.AgreementState;
+import dev.panamax.collectives.internal.elastic.Membership;
 import dev.panamax.collectives.internal.observe.CommunicatorMBean;
 import dev.panamax.collectives.internal.transport.BufferAllocator;
 import dev.panamax.collectives.internal.transport.BufferRegistrar;
@@ -21,6 +25,7 @@ import dev.panamax.memory.ReduceOp;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -62,23 +67,50 @@ public final class CommunicatorImpl implements Communicator {
     /** Unique in this JVM: names the JMX bean and tags the JFR events. */
     private final long id;
     private final CommunicatorMBean mbean;
+    /** Agreement and regrouping for agree() and shrink(). */
+    private final Membership membership;
+    /** The member id of each rank (its rank in the job as launched), for agreements. */
+    private final int[] memberIds;
+    /** Unique in the job and the same on every rank: names this communicator's agreements and offspring. */
+    private final String name;
+    /** Agreements, shrinks and splits so far: numbers the names of the next one (the same on every rank). */
+    private int offspring;
 
     /**
      * @param localRanks how many ranks of this job run on this host (to tell whether the CPUs are
      *                   oversubscribed, which changes how waits idle)
      * @param registrar  the transports' hook on each call's buffers, or null
+     * @param group      how the ranks agree and regroup, the member id of each rank, and the
+     *                   communicator's name in the job
      * @param onClose    releases what the links share, after they are closed
      */
     public CommunicatorImpl(int rank, int size, Link[] links, long timeoutNanos, BufferAllocator allocator,
-            int localRanks,
-                            Topology topology, BufferRegistrar registrar, Runnable onClose) {
+            int localRanks, Topology topology, BufferRegistrar registrar, Group group, Runnable onClose) {
         this(null, new CommunicatorFamily(), rank, size, links, timeoutNanos, allocator, localRanks, topology,
-                registrar, onClose);
+                registrar, group, onClose);
+    }
+
+    /**
+     * Who the ranks of a communicator are, for agreements and shrinking: {@code memberIds[r]} is the
+     * member id of rank r in {@code membership}, and {@code name} is unique in the job.
+     */
+    public record Group(Membership membership, int[] memberIds, String name) {
+        public Group {
+            Objects.requireNonNull(membership, "membership");
+            memberIds = memberIds.clone();
+            Objects.requireNonNull(name, "name");
+        }
     }
 
     private CommunicatorImpl(CommunicatorImpl parent, CommunicatorFamily family, int rank, int size, Link[] links,
                              long timeoutNanos, BufferAllocator allocator, int localRanks, Topology topology,
-                             BufferRegistrar registrar, Runnable onClose) {
+                             BufferRegistrar registrar, Group group, Runnable onClose) {
+        if (group.memberIds().length != size) {
+            throw new IllegalArgumentException(size + " ranks but " + group.memberIds().length + " member ids");
+        }
+        this.membership = group.membership();
+        this.memberIds = group.memberIds();
+        this.name = group.name();
         this.parent = parent;
         this.family = family;
         this.rank = rank;
@@ -387,6 +419,7 @@ public final class CommunicatorImpl implements Communicator {
             throw new IllegalArgumentException("color must be >= 0 or UNDEFINED (-1): " + color);
         }
         MemorySegment all = allocate(8L * size);
+        String splitName = nextName("split");
         int[] colors = new int[size];
         int[] keys = new int[size];
         try {
@@ -429,13 +462,140 @@ public final class CommunicatorImpl implements Communicator {
                 sub[i] = links[q];
             }
         }
+        int[] subMembers = new int[m];
+        for (int i = 0; i < m; i++) {
+            subMembers[i] = memberIds[members.get(i)];
+        }
+        Group subGroup = new Group(membership, subMembers, splitName + "/color" + color);
         SplitAllocator subAllocator = new SplitAllocator(allocator);
         CommunicatorImpl child = new CommunicatorImpl(this, family, subRank, m, sub, timeoutNanos, subAllocator,
-                Math.min(localRanks, m), Topology.flat(m), executor.registrar(), subAllocator::close);
+                Math.min(localRanks, m), Topology.flat(m), executor.registrar(), subGroup, subAllocator::close);
         synchronized (children) {
             children.add(child);
         }
         return child;
+    }
+
+    // ---- revoke, agree, shrink --------------------------------------------------------------
+
+    /**
+     * Marks the family revoked and wakes its waits at once (a running collective throws
+     * {@link RevokedException}); the links are closed with the revoke code now when no collective
+     * holds the lock, else by the collective's thread as it leaves ({@link #runOrBreakLinks}), as only
+     * the lock's holder may write on a stream link.
+     */
+    @Override
+    public void revoke() {
+        CommunicatorImpl root = root();
+        if (closed || family.isAborted() || family.failure() != null) {
+            return;
+        }
+        int revoker = root.rank;
+        if (!family.markRevoked(revoker, new RevokedException(revoker, "rank " + revoker
+                + ": the communicator was revoked by this rank"))) {
+            return;
+        }
+        root.revokeWaits(revoker);
+        if (family.tryLock()) {
+            try {
+                root.closeLinks(-1, revoker);
+            } finally {
+                family.unlock();
+            }
+        }
+    }
+
+    private void revokeWaits(int revoker) {
+        loop.revoke(revoker);
+        List<CommunicatorImpl> kids;
+        synchronized (children) {
+            kids = new ArrayList<>(children);
+        }
+        for (CommunicatorImpl c : kids) {
+            c.revokeWaits(revoker);
+        }
+    }
+
+    @Override
+    public Agreement agree(long flags) {
+        family.ensureNotClosed(rank, closed);
+        AgreementState.Decision d = membership.agree(nextName("agree"), memberIds, memberIds[rank], flags,
+                timeoutNanos);
+        List<Integer> failed = new ArrayList<>();
+        for (int m : d.failedMembers()) {
+            failed.add(rankOf(m));
+        }
+        failed.sort(null);
+        return new Agreement(d.flags(), failed);
+    }
+
+    @Override
+    public Communicator shrink() {
+        family.ensureNotClosed(rank, closed);
+        String base = nextName("shrink");
+        int self = memberIds[rank];
+        AgreementState.Decision d = membership.agree(base, memberIds, self, -1L, timeoutNanos);
+        int[] survivors = Arrays.stream(memberIds).filter(m -> !d.failed(m)).toArray();
+        Communicator c;
+        try {
+            c = membership.connect(base + "/comm", survivors, self, timeoutNanos);
+        } catch (PeerFailedException e) {
+            int lost = rankOf(e.peer());
+            throw new PeerFailedException(lost, "rank " + rank + ": shrink() failed: rank " + lost
+                    + " died or left while the survivors connected; call shrink() again", e);
+        }
+        return withSettingsOfThis(c);
+    }
+
+    @Override
+    public Communicator grow(int newRanks) {
+        if (newRanks < 0) {
+            throw new IllegalArgumentException("newRanks must be >= 0: " + newRanks);
+        }
+        family.ensureNotClosed(rank, closed);
+        String base = nextName("grow") + "/comm";
+        int self = memberIds[rank];
+        int[] members = membership.grow(base, memberIds, self, newRanks, timeoutNanos);
+        Communicator c;
+        try {
+            c = membership.connect(base, members, self, timeoutNanos);
+        } catch (PeerFailedException e) {
+            // Ranks keep their numbers, so the position in the new member list names it in both.
+            int lost = 0;
+            while (lost < members.length - 1 && members[lost] != e.peer()) {
+                lost++;
+            }
+            String who = lost < size ? "rank " + lost : "the joining process that was to be rank " + lost;
+            throw new PeerFailedException(lost, "rank " + rank + ": grow(" + newRanks + ") failed: " + who
+                    + " died or left while the ranks connected", e);
+        }
+        return withSettingsOfThis(c);
+    }
+
+    /** {@code c}, a communicator made from this one, with this one's call validation and deterministic mode. */
+    private Communicator withSettingsOfThis(Communicator c) {
+        try {
+            c.setCallValidation(callValidation());
+            c.setDeterministic(deterministic());
+        } catch (RuntimeException e) {
+            c.close();
+            throw e;
+        }
+        return c;
+    }
+
+    /** The name of the next agreement or derived communicator of {@code kind}: the same on every rank. */
+    private synchronized String nextName(String kind) {
+        return name + "/" + kind + offspring++;
+    }
+
+    private int rankOf(int member) {
+        for (int r = 0; r < size; r++) {
+            if (memberIds[r] == member) {
+                return r;
+            }
+        }
+        throw new IllegalStateException("member " + member + " is not in this communicator");
     }
 
     // ---- memory ---------------------------------------------------------------------------
@@ -485,7 +645,7 @@ public final class CommunicatorImpl implements Communicator {
                 validator.close();
             }
             if (parent == null) {
-                closeLinks(-1);
+                closeLinks(-1, -1);
             } else {
                 scratch.release();
                 synchronized (variableBlocks) {
@@ -520,7 +680,7 @@ public final class CommunicatorImpl implements Communicator {
         }
         CommunicatorImpl root = root();
         root.abortWaits(this);
-        root.closeLinks(-1);
+        root.closeLinks(-1, -1);
         family.scheduleRelease();
         family.releaseIfPending(() -> root().close());
     }
@@ -553,13 +713,16 @@ public final class CommunicatorImpl implements Communicator {
 
     /**
      * Closes every link (idempotent), which also tells the peers this rank is gone;
-     * {@code failedRank >= 0}: this rank gave up because that rank failed, which the peers learn.
+     * {@code failedRank >= 0}: this rank gave up because that rank failed, which the peers learn;
+     * {@code revoker >= 0}: the communicator was revoked by that rank, which the peers learn instead.
      */
-    private void closeLinks(int failedRank) {
+    private void closeLinks(int failedRank, int revoker) {
         for (Link l : links) {
             if (l != null) {
                 try {
-                    if (failedRank >= 0) {
+                    if (revoker >= 0) {
+                        l.closeRevoked(revoker);
+                    } else if (failedRank >= 0) {
                         l.closeBlaming(failedRank);
                     } else {
                         l.close();
@@ -627,9 +790,14 @@ public final class CommunicatorImpl implements Communicator {
             collective.run();
         } catch (MismatchedCallException e) {
             throw e; // only descriptors moved, completely: the links are in step
+        } catch (RevokedException e) {
+            // Heard from a peer, or this rank's own revoke woke the call: pass it on to every peer.
+            family.markRevoked(e.revoker(), e);
+            root().closeLinks(-1, family.revokedBy());
+            throw e;
         } catch (RuntimeException | Error e) {
             family.recordFailure(e);
-            closeLinks(e instanceof PeerFailedException pf ? pf.peer() : -1);
+            closeLinks(e instanceof PeerFailedException pf ? pf.peer() : -1, family.revokedBy());
             throw e;
         }
     }

@@ -2,6 +2,7 @@ package dev.panamax.collectives.internal.runtime;
 
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.CollectiveTimeoutException;
+import dev.panamax.collectives.RevokedException;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.memory.concurrent.AdaptiveBackoffIdleStrategy;
@@ -32,6 +33,8 @@ public final class ProgressLoop {
     private final long timeoutNanos;
     private final AdaptiveBackoffIdleStrategy backoff;
     private volatile String abortReason;
+    /** The rank that revoked the communicator, or -1; set before {@link #abortReason}. */
+    private volatile int revokedBy = -1;
 
     private String collective = "?";
     /** Appended in parentheses to the collective's name in messages (built only when one is thrown). */
@@ -97,6 +100,12 @@ public final class ProgressLoop {
         abortReason = reason;
     }
 
+    /** Makes every current and later wait fail with a {@link RevokedException} naming {@code revoker}. */
+    void revoke(int revoker) {
+        revokedBy = revoker;
+        abortReason = "revoked by rank " + revoker;
+    }
+
     private final Request[] few = new Request[4];
 
     void await(Request a) {
@@ -158,7 +167,7 @@ public final class ProgressLoop {
             }
             String reason = abortReason;
             if (reason != null) {
-                throw new CollectiveException("rank " + rank + ": " + name() + " aborted: " + reason);
+                throw abortedOr(null);
             }
             long now = System.nanoTime();
             if (start == 0) {
@@ -229,6 +238,15 @@ public final class ProgressLoop {
         String reason = abortReason;
         if (reason == null) {
             return e;
+        }
+        int revoker = revokedBy;
+        if (revoker >= 0) {
+            RevokedException r = new RevokedException(revoker, "rank " + rank + ": " + name()
+                    + ": the communicator was revoked by rank " + revoker);
+            if (e != null) {
+                r.initCause(e);
+            }
+            return r;
         }
         return new CollectiveException("rank " + rank + ": " + name() + " aborted: " + reason, e);
     }

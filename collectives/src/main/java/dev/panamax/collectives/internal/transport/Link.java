@@ -2,6 +2,7 @@ package dev.panamax.collectives.internal.transport;
 
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.collectives.RevokedException;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -106,6 +107,12 @@ public abstract class Link implements AutoCloseable {
     }
 
     /**
+     * Blame codes at or above this say "revoked by rank (code - REVOKED)" rather than "rank code
+     * failed"; the transports carry codes without reading them.
+     */
+    private static final int REVOKED = 1 << 24;
+
+    /**
      * {@link #close()} after this rank failed because rank {@code failedRank} did: the transport
      * passes the blame on where it can, so the peers' errors name the rank that failed first
      * rather than this one. Called by the thread that holds the communicator's lock.
@@ -116,15 +123,34 @@ public abstract class Link implements AutoCloseable {
     }
 
     /**
-     * The error a rank raises when this link's peer gave up because rank {@code failed} failed (the
-     * blame the peer passed on, see {@link #closeBlaming}).
+     * {@link #close()} because rank {@code revoker} revoked the communicator: the peer's waits fail
+     * with a {@link RevokedException} naming it (and it passes the revoke on). Same rules as
+     * {@link #closeBlaming}.
      */
-    protected final PeerFailedException peerGaveUp(int self, int failed, Throwable cause) {
-        return new PeerFailedException(failed, "rank " + self + ": rank " + failed + " failed (peer rank " + peer
+    public final void closeRevoked(int revoker) {
+        blame = REVOKED + revoker;
+        close();
+    }
+
+    /**
+     * The error a rank raises when this link's peer gave up and passed on {@code code} (see
+     * {@link #closeBlaming}, {@link #closeRevoked}): the rank that failed first, or the revoke.
+     */
+    protected final CollectiveException peerGaveUp(int self, int code, Throwable cause) {
+        if (code >= REVOKED) {
+            int revoker = code - REVOKED;
+            RevokedException e = new RevokedException(revoker, "rank " + self
+                    + ": the communicator was revoked by rank " + revoker + " (heard from rank " + peer + ")");
+            if (cause != null) {
+                e.initCause(cause);
+            }
+            return e;
+        }
+        return new PeerFailedException(code, "rank " + self + ": rank " + code + " failed (peer rank " + peer
                 + " gave up because of it)", cause);
     }
 
-    /** The rank passed to {@link #closeBlaming}, or -1. */
+    /** The code to pass on as this link closes ({@link #closeBlaming}, {@link #closeRevoked}), or -1. */
     protected final int blame() {
         return blame;
     }

@@ -337,9 +337,10 @@ class StoreAuthTest {
         int port = freePort();
         CompletableFuture<Communicator> zero = rank(0, 2, port, () -> SECRET);
         String endpoint;
-        // Find rank 0's data endpoint, as a port scan would.
-        try (StoreClient peek = StoreClient.connect("127.0.0.1", port, TIMEOUT, 1, MutualAuth.of(SECRET))) {
-            endpoint = peek.get("tcp/0");
+        // Find rank 0's data endpoint, as a port scan would (as rank 0: rank 1 leaving the store would count as
+        // its failure).
+        try (StoreClient peek = StoreClient.connect("127.0.0.1", port, TIMEOUT, 0, MutualAuth.of(SECRET))) {
+            endpoint = peek.get("job/tcp/0");
         }
         String[] hp = endpoint.split(":");
         try (Socket silent = new Socket(hp[0], Integer.parseInt(hp[1]));

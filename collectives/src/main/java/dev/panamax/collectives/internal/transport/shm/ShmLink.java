@@ -228,10 +228,7 @@ public final class ShmLink extends Link {
             closed = out.get(ValueLayout.JAVA_INT, RECEIVER_CLOSED);
         }
         if (closed >= CLOSED_BLAMING) {
-            int failed = closed - CLOSED_BLAMING;
-            throw new PeerFailedException(failed,
-                    "rank " + self + ": rank " + failed + " failed (peer rank " + peer + " (pid " + peerPid
-                    + ") gave up because of it)", null);
+            throw peerGaveUp(self, closed - CLOSED_BLAMING, null);
         }
         if (closed != 0) {
             throw new PeerFailedException(peer, "rank " + self + ": peer rank " + peer + " (pid " + peerPid
