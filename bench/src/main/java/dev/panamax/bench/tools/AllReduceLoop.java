@@ -1,5 +1,6 @@
 package dev.panamax.bench.tools;
 
+import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
@@ -24,12 +25,18 @@ import javax.management.ObjectName;
  *   AllReduceLoop loop TRANSPORT            all-reduces of random sizes (4 B .. 4 MiB) until one fails
  *   AllReduceLoop soak TRANSPORT SMALL LARGE SMALL small (8 B .. 4 KiB) and LARGE large (16 .. 64 MiB)
  *                                           all-reduces mixed with other collectives, sampling resources
+ *   AllReduceLoop shrink TRANSPORT          all-reduces until one fails, then shrinks to the survivors
+ *                                           (again while more ranks fail) and checks the result
  * </pre>
  * The timeout comes from {@code PANAMAX_TIMEOUT_SECONDS}. {@code loop} prints "READY" once connected,
  * and on failure "PEER_FAILED rank epoch-ms message" (exit 3) or "FAILED epoch-ms message" (exit 4).
  * {@code soak} prints "SAMPLE phase rss-kib nmt-committed-kib fds memfds shm-entries rss-anon-kib
  * rss-shmem-kib" at start,
- * middle and end, then "OK seconds".
+ * middle and end, then "OK seconds". {@code shrink} prints "SHRUNK done-epoch-ms failed-epoch-ms size N
+ * rank R members M,M,... shrinks K" (members: the job ranks of the final communicator, gathered from
+ * every member; exit 0) once an all-reduce on the shrunk communicator gave the right sums, "RETRY
+ * message" when a shrink or the check failed because one more rank went, and "FAILED ..." (exit 4)
+ * when it gives up.
  */
 public final class AllReduceLoop {
     public static void main(String[] args) throws Exception {
@@ -41,6 +48,8 @@ public final class AllReduceLoop {
             System.out.flush();
             if (mode.equals("loop")) {
                 loop(c);
+            } else if (mode.equals("shrink")) {
+                shrink(c);
             } else {
                 soak(c, Long.parseLong(args[2]), Long.parseLong(args[3]));
             }
@@ -63,6 +72,77 @@ public final class AllReduceLoop {
             long count = 1L << random.nextInt(21); // 1 .. 1 Mi floats
             c.allReduce(buf, count, DataType.FLOAT32, ReduceOp.SUM);
         }
+    }
+
+    private static void shrink(Communicator c) {
+        int jobRank = c.rank();
+        long failedAt;
+        try {
+            loop(c);
+            return;
+        } catch (CollectiveException e) {
+            failedAt = System.currentTimeMillis();
+        }
+        Communicator current = c;
+        for (int shrinks = 1; ; shrinks++) {
+            try {
+                Communicator next = current.shrink();
+                if (current != c) {
+                    current.close();
+                }
+                current = next;
+                String members = check(current, jobRank);
+                current.barrier();
+                System.out.println("SHRUNK " + System.currentTimeMillis() + " " + failedAt + " size " + current.size()
+                        + " rank " + current.rank() + " members " + members + " shrinks " + shrinks);
+                System.out.flush();
+                current.close();
+                return;
+            } catch (CollectiveException e) {
+                if (shrinks == 5) {
+                    throw e;
+                }
+                System.out.println("RETRY " + e.getMessage());
+                System.out.flush();
+            }
+        }
+    }
+
+    /**
+     * All-gathers the members' job ranks and all-reduces (job rank + 1) * (i % 7 + 1) over 4099
+     * elements, exact in float32: throws unless every sum is right; returns the members.
+     */
+    private static String check(Communicator c, int jobRank) {
+        MemorySegment mine = c.allocate(4);
+        MemorySegment all = c.allocate(4L * c.size());
+        mine.set(ValueLayout.JAVA_INT, 0, jobRank);
+        c.allGather(mine, all, 1, DataType.INT32);
+        int[] members = all.toArray(ValueLayout.JAVA_INT);
+        long n = 4099;
+        MemorySegment buf = c.allocate(4 * n);
+        for (long i = 0; i < n; i++) {
+            buf.setAtIndex(ValueLayout.JAVA_FLOAT, i, (jobRank + 1) * (i % 7 + 1));
+        }
+        c.allReduce(buf, n, DataType.FLOAT32, ReduceOp.SUM);
+        long weight = 0;
+        for (int m : members) {
+            weight += m + 1;
+        }
+        for (long i = 0; i < n; i++) {
+            float want = weight * (i % 7 + 1);
+            if (buf.getAtIndex(ValueLayout.JAVA_FLOAT, i) != want) {
+                throw new IllegalStateException("element " + i + " of the check is "
+                        + buf.getAtIndex(ValueLayout.JAVA_FLOAT, i) + ", not " + want);
+            }
+        }
+        c.free(buf);
+        c.free(all);
+        c.free(mine);
+        StringBuilder b = new StringBuilder();
+        for (int m : members) {
+            b.append(b.isEmpty() ? "" : ",").append(m);
+        }
+        return b.toString();
     }
 
     private static void soak(Communicator c, long small, long large) throws Exception {
