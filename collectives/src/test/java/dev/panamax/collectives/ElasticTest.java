@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -106,6 +107,49 @@ class ElasticTest {
         } finally {
             RankThreads.closeAll(shrunk);
             RankThreads.closeAll(comms);
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = Ranks.Transport.class, names = {"LOCAL", "SHM", "TCP"})
+    void aRevokeRacingBusyCollectivesReachesEveryRank(Ranks.Transport t) throws Exception {
+        // Ranks loop all-reduces of 64 B and 1 MiB; another thread revokes rank 1 at random moments of
+        // them: whether or not its call sees the revoke before it ends, every rank's loop must end with
+        // RevokedException, long before the timeout.
+        for (int round = 0; round < 3; round++) {
+            int n = 3;
+            List<Communicator> comms = t.open(n, TIMEOUT);
+            try {
+                CountDownLatch running = new CountDownLatch(n);
+                Thread.ofPlatform().daemon().start(() -> {
+                    try {
+                        running.await();
+                        Thread.sleep(50 + ThreadLocalRandom.current().nextInt(100));
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    comms.get(1).revoke();
+                });
+                long start = System.nanoTime();
+                List<Throwable> errors = onEach(comms, (c, r) -> {
+                    try (Arena a = Arena.ofConfined()) {
+                        MemorySegment buf = a.allocate(1 << 20, 64);
+                        running.countDown();
+                        for (long i = 0; ; i++) {
+                            c.allReduce(buf, i % 2 == 0 ? 16 : 1 << 18, DataType.FLOAT32, ReduceOp.SUM);
+                        }
+                    } catch (RevokedException e) {
+                        return e;
+                    }
+                });
+                double seconds = (System.nanoTime() - start) / 1e9;
+                for (Throwable e : errors) {
+                    assertEquals(1, ((RevokedException) e).revoker(), e.toString());
+                }
+                assertTrue(seconds < 10, "the revoke took " + seconds + " s to reach every rank");
+            } finally {
+                RankThreads.closeAll(comms);
+            }
         }
     }
 

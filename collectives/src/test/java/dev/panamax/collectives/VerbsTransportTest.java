@@ -186,6 +186,13 @@ class VerbsTransportTest {
         new AbortTest().abortWakesABlockedCallAtOnceAndThePeersNameThisRank(Ranks.Transport.VERBS);
     }
 
+    @Test
+    void revokeAgreeAndShrink() throws Exception {
+        ElasticTest e = new ElasticTest();
+        e.revokeFailsEveryRankPromptlyAndShrinkRebuildsThemAll(Ranks.Transport.VERBS);
+        e.survivorsOfALostRankAgreeOnItAndShrinkToDenseRanks(Ranks.Transport.VERBS);
+    }
+
     /** Rank processes (each its own device context and registrations): communicator and plain Arena buffers. */
     @Test
     void rankProcessesAllReduce() throws Exception {

@@ -22,6 +22,8 @@ final class CommunicatorFamily {
     private volatile boolean aborted;
     /** The rank (of the family's root) that revoked the family, or -1. */
     private volatile int revokedBy = -1;
+    /** A revoke's closing of the links, left to whichever thread next holds {@link #lock}. */
+    private volatile boolean revokePending;
     /** An abort's release of the family, left to whichever thread next holds {@link #lock}. */
     private volatile boolean releasePending;
 
@@ -69,16 +71,31 @@ final class CommunicatorFamily {
         }
         revokedBy = revoker;
         recordFailure(error);
+        revokePending = true;
         return true;
+    }
+
+    /**
+     * Runs {@code closeLinks} once after a revoke, by a thread that holds the lock (only the lock's
+     * holder may write on a stream link): the revoking thread when the lock is free, else the
+     * collective's thread right after it unlocks; both call this, so whichever comes last does it.
+     */
+    void closeLinksIfRevoked(Runnable closeLinks) {
+        while (revokePending && lock.tryLock()) {
+            try {
+                if (revokePending) {
+                    revokePending = false;
+                    closeLinks.run();
+                }
+            } finally {
+                lock.unlock();
+            }
+        }
     }
 
     /** The rank that revoked the family, or -1. */
     int revokedBy() {
         return revokedBy;
-    }
-
-    boolean tryLock() {
-        return lock.tryLock();
     }
 
     /** Leaves the release of the family to {@link #releaseIfPending}, once the abort has woken the waits and closed the

@@ -481,8 +481,9 @@ public final class CommunicatorImpl implements Communicator {
     /**
      * Marks the family revoked and wakes its waits at once (a running collective throws
      * {@link RevokedException}); the links are closed with the revoke code now when no collective
-     * holds the lock, else by the collective's thread as it leaves ({@link #runOrBreakLinks}), as only
-     * the lock's holder may write on a stream link.
+     * holds the lock, else by the collective's thread as it leaves ({@link #runLocked}), as only the
+     * lock's holder may write on a stream link (also when the collective ended well before it saw the
+     * revoke).
      */
     @Override
     public void revoke() {
@@ -496,13 +497,7 @@ public final class CommunicatorImpl implements Communicator {
             return;
         }
         root.revokeWaits(revoker);
-        if (family.tryLock()) {
-            try {
-                root.closeLinks(-1, revoker);
-            } finally {
-                family.unlock();
-            }
-        }
+        family.closeLinksIfRevoked(() -> root.closeLinks(-1, revoker));
     }
 
     private void revokeWaits(int revoker) {
@@ -776,6 +771,7 @@ public final class CommunicatorImpl implements Communicator {
             runOrBreakLinks(collective);
         } finally {
             family.unlock();
+            family.closeLinksIfRevoked(() -> root().closeLinks(-1, family.revokedBy()));
             family.releaseIfPending(() -> root().close());
         }
     }
