@@ -57,17 +57,7 @@ public final class ElasticExample {
 
         int[] order(int epoch) {
             while (orders.size() <= epoch) {
-                int[] order = new int[samples];
-                for (int i = 0; i < samples; i++) {
-                    order[i] = i;
-                }
-                for (int i = samples - 1; i > 0; i--) {
-                    int j = random.nextInt(i + 1);
-                    int t = order[i];
-                    order[i] = order[j];
-                    order[j] = t;
-                }
-                orders.add(order);
+                orders.add(MlpExample.shuffled(samples, random));
             }
             return orders.get(epoch);
         }

@@ -212,7 +212,7 @@ public final class MlpExample {
     }
 
     /** The sample order of each epoch: a permutation drawn from the seed, the same in every process. */
-    private static int[] shuffled(int samples, SplittableRandom r) {
+    static int[] shuffled(int samples, SplittableRandom r) {
         int[] order = new int[samples];
         for (int i = 0; i < samples; i++) {
             order[i] = i;

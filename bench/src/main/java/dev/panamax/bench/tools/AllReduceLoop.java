@@ -1,5 +1,6 @@
 package dev.panamax.bench.tools;
 
+import dev.panamax.collectives.Agreement;
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.LaunchConfig;
@@ -34,9 +35,9 @@ import javax.management.ObjectName;
  * rss-shmem-kib" at start,
  * middle and end, then "OK seconds". {@code shrink} prints "SHRUNK done-epoch-ms failed-epoch-ms size N
  * rank R members M,M,... shrinks K" (members: the job ranks of the final communicator, gathered from
- * every member; exit 0) once an all-reduce on the shrunk communicator gave the right sums, "RETRY
- * message" when a shrink or the check failed because one more rank went, and "FAILED ..." (exit 4)
- * when it gives up.
+ * every member; exit 0) once an all-reduce on the shrunk communicator gave the right sums on every
+ * member (they agree on it), "RETRY message" when a shrink or the check failed because one more rank
+ * went, and "FAILED ..." (exit 4) when it gives up.
  */
 public final class AllReduceLoop {
     public static void main(String[] args) throws Exception {
@@ -91,21 +92,37 @@ public final class AllReduceLoop {
                     current.close();
                 }
                 current = next;
-                String members = check(current, jobRank);
-                current.barrier();
+            } catch (CollectiveException e) {
+                retryOrGiveUp(shrinks, e);
+                continue;
+            }
+            String members = null;
+            try {
+                members = check(current, jobRank);
+            } catch (CollectiveException e) {
+                System.out.println("RETRY the check failed: " + e.getMessage());
+            }
+            // The check counts only if it passed on every rank: a barrier can end on one rank and fail on
+            // another, an agreement cannot. Otherwise all shrink again, together.
+            Agreement passed = current.agree(members != null ? 1 : 0);
+            if (passed.flags() == 1 && passed.unanimous()) {
                 System.out.println("SHRUNK " + System.currentTimeMillis() + " " + failedAt + " size " + current.size()
                         + " rank " + current.rank() + " members " + members + " shrinks " + shrinks);
                 System.out.flush();
                 current.close();
                 return;
-            } catch (CollectiveException e) {
-                if (shrinks == 5) {
-                    throw e;
-                }
-                System.out.println("RETRY " + e.getMessage());
-                System.out.flush();
             }
+            retryOrGiveUp(shrinks, new CollectiveException("the check failed on a rank or a rank was lost: "
+                    + passed));
         }
+    }
+
+    private static void retryOrGiveUp(int shrinks, CollectiveException e) {
+        if (shrinks == 5) {
+            throw e;
+        }
+        System.out.println("RETRY " + e.getMessage());
+        System.out.flush();
     }
 
     /**

@@ -10,10 +10,12 @@ import ai.djl.util.Pair;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.ml.GradientSynchronizer;
 import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
 import dev.panamax.ml.SyncPolicy;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
@@ -46,9 +48,21 @@ import java.util.Objects;
  * {@link DataParallelException} naming this rank and the cause. While training runs, the listener's thread owns
  * the communicator; {@link #close} (also called at the end of training) frees what it holds and leaves the
  * communicator open.
+ *
+ * <p><b>Elastic mode</b> ({@link #elastic}): a failed exchange is not thrown; the survivors shrink to a communicator
+ * of their own ({@link Communicator#shrink}), agree on the most advanced rank (a rank can have completed the step
+ * in which another failed, never more), take its parameters by broadcast, zero their gradients (so the
+ * {@code trainer.step()} that follows changes nothing with plain SGD) and go on averaging over the survivors. Drive
+ * the loop by {@link #step()} rather than a counter of your own ({@code while (dp.step() < steps)}, batch
+ * {@code dp.step()}), since a rank may skip the step it failed in, and shard the data by
+ * {@link #communicator()}'s rank and size. The optimizer's own state (momentum, Adam's moments) stays inside DJL
+ * and is not handed over: ranks may then differ in it by one step.
  */
 public final class DataParallelTraining extends TrainingListenerAdapter implements AutoCloseable {
-    private final Communicator comm;
+    private final Communicator given;
+    private final boolean elastic;
+    private Communicator comm;
+    private final List<Recovery> recoveries = new ArrayList<>();
     private final SyncPolicy policy;
     /** For tests: treat every gradient as one the engine only hands out as a copy. */
     private final boolean copyAll;
@@ -73,8 +87,18 @@ public final class DataParallelTraining extends TrainingListenerAdapter implemen
         }
     }
 
+    /** One recovery of the elastic mode: at step {@code step}, from {@code fromSize} to {@code toSize} ranks. */
+    public record Recovery(long step, int fromSize, int toSize, double seconds) {
+    }
+
     private DataParallelTraining(Communicator comm, SyncPolicy policy, boolean copyAll) {
-        this.comm = Objects.requireNonNull(comm, "comm");
+        this(comm, policy, copyAll, false);
+    }
+
+    private DataParallelTraining(Communicator comm, SyncPolicy policy, boolean copyAll, boolean elastic) {
+        this.given = Objects.requireNonNull(comm, "comm");
+        this.comm = comm;
+        this.elastic = elastic;
         this.policy = Objects.requireNonNull(policy, "policy");
         this.copyAll = copyAll;
     }
@@ -87,6 +111,29 @@ public final class DataParallelTraining extends TrainingListenerAdapter implemen
     /** Data-parallel training over {@code comm}, scheduling the all-reduces by {@code policy}. */
     public static DataParallelTraining over(Communicator comm, SyncPolicy policy) {
         return new DataParallelTraining(comm, policy, false);
+    }
+
+    /**
+     * Elastic data-parallel training over {@code comm} (see the class comment): a lost rank shrinks the training
+     * to the survivors instead of failing it.
+     */
+    public static DataParallelTraining elastic(Communicator comm, SyncPolicy policy) {
+        return new DataParallelTraining(comm, policy, false, true);
+    }
+
+    /** The communicator the training runs on now: the one given, or the survivors' after a recovery. */
+    public Communicator communicator() {
+        return comm;
+    }
+
+    /** The training steps completed: the index of the batch to train next (elastic mode may skip one). */
+    public long step() {
+        return steps;
+    }
+
+    /** The recoveries of the elastic mode so far. */
+    public List<Recovery> recoveries() {
+        return List.copyOf(recoveries);
     }
 
     /** For tests: every gradient goes through a copy buffer, as one the engine cannot expose would. */
@@ -109,19 +156,23 @@ public final class DataParallelTraining extends TrainingListenerAdapter implemen
         if (sync != null) {
             throw new IllegalStateException("broadcastParameters after training started");
         }
+        broadcastParameters(trainer, 0);
+    }
+
+    private void broadcastParameters(Trainer trainer, int root) {
         checkOneDevice(trainer);
         for (Pair<String, Parameter> p : trainer.getModel().getBlock().getParameters()) {
             NDArray value = p.getValue().getArray();
             checkFloat32(p.getKey(), value);
             MemorySegment own = TensorMemory.view(value);
             if (own != null) {
-                comm.broadcast(own, value.size(), DataType.FLOAT32, 0);
+                comm.broadcast(own, value.size(), DataType.FLOAT32, root);
                 continue;
             }
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment copy = arena.allocate(value.size() * Float.BYTES, 64);
                 MemorySegment.copy(MemorySegment.ofBuffer(value.toByteBuffer()), 0, copy, 0, copy.byteSize());
-                comm.broadcast(copy, value.size(), DataType.FLOAT32, 0);
+                comm.broadcast(copy, value.size(), DataType.FLOAT32, root);
                 value.set(copy.asByteBuffer().order(ByteOrder.nativeOrder()));
                 copiedBytes += 2 * copy.byteSize();
             }
@@ -162,7 +213,11 @@ public final class DataParallelTraining extends TrainingListenerAdapter implemen
             }
             sync.awaitAll();
         } catch (RuntimeException e) {
-            throw new DataParallelException(comm.rank(), e);
+            if (!elastic) {
+                throw new DataParallelException(comm.rank(), e);
+            }
+            recover(trainer, e);
+            return;
         }
         for (Slot s : slots) {
             if (!s.zeroCopy()) {
@@ -172,6 +227,51 @@ public final class DataParallelTraining extends TrainingListenerAdapter implemen
         }
         syncNanos += System.nanoTime() - start;
         steps++;
+    }
+
+    /**
+     * Shrinks to the survivors (again while more ranks fail), takes the parameters of the lowest rank among those
+     * that completed the most steps, and zeroes this rank's gradients for the step that follows.
+     */
+    private void recover(Trainer trainer, RuntimeException cause) {
+        long start = System.nanoTime();
+        int from = comm.size();
+        sync.close();
+        sync = null;
+        slots.clear();
+        RuntimeException last = cause;
+        for (int attempt = 0; attempt < 5; attempt++) {
+            try {
+                Communicator next = comm.shrink();
+                if (comm != given) {
+                    comm.close();
+                }
+                comm = next;
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment v = arena.allocate(8, 8);
+                    v.set(ValueLayout.JAVA_LONG, 0, steps);
+                    comm.allReduce(v, 1, DataType.INT64, ReduceOp.MAX);
+                    long most = v.get(ValueLayout.JAVA_LONG, 0);
+                    v.set(ValueLayout.JAVA_LONG, 0, steps == most ? comm.rank() : comm.size());
+                    comm.allReduce(v, 1, DataType.INT64, ReduceOp.MIN);
+                    int owner = (int) v.get(ValueLayout.JAVA_LONG, 0);
+                    broadcastParameters(trainer, owner);
+                    steps = most;
+                }
+                for (Pair<String, Parameter> p : trainer.getModel().getBlock().getParameters()) {
+                    if (p.getValue().requiresGradient()) {
+                        NDArray g = p.getValue().getArray().getGradient();
+                        g.muli(0);
+                    }
+                }
+                recoveries.add(new Recovery(steps, from, comm.size(), (System.nanoTime() - start) / 1e9));
+                return;
+            } catch (RuntimeException e) {
+                e.addSuppressed(last);
+                last = e;
+            }
+        }
+        throw new DataParallelException(comm.rank(), last);
     }
 
     /** Registers every trainable parameter's gradient, last layer first (the order back-propagation makes them). */
@@ -220,7 +320,10 @@ public final class DataParallelTraining extends TrainingListenerAdapter implemen
         return new Stats(zero, slots.size() - zero, steps, copiedBytes, syncNanos);
     }
 
-    /** Stops the synchronizer's thread and frees the copy buffers; the communicator stays open. Idempotent. */
+    /**
+     * Stops the synchronizer's thread and frees the copy buffers; the given communicator stays open (one a
+     * recovery made is closed). Idempotent.
+     */
     @Override
     public void close() {
         if (closed) {
@@ -230,6 +333,9 @@ public final class DataParallelTraining extends TrainingListenerAdapter implemen
         try {
             if (sync != null) {
                 sync.close();
+            }
+            if (comm != given) {
+                comm.close(); // the survivors' communicator of a recovery
             }
         } finally {
             copies.close();

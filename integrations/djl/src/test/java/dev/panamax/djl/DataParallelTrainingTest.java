@@ -183,4 +183,33 @@ class DataParallelTrainingTest {
             RankThreads.closeAll(comms);
         }
     }
+
+    @Test
+    void inElasticModeTheSurvivorsOfAKilledRankTrainOnWithEqualParameters() throws Exception {
+        int steps = 40;
+        List<Running> ranks = startJob(4, Integer.toString(GLOBAL_BATCH), Integer.toString(steps), "30", "elastic");
+        try {
+            Running victim = ranks.get(2);
+            assertTrue(victim.awaitLine("STEP 8", Duration.ofSeconds(60)), "rank 2 trains: " + victim.lines());
+            victim.process().destroyForcibly(); // SIGKILL
+            String parameters = null;
+            for (int r : new int[] {0, 1, 3}) {
+                Running rank = ranks.get(r);
+                assertEquals(0, rank.awaitExit(WAIT), "rank " + r + " goes on: " + rank.lines());
+                String recovery = rank.line("RECOVERY ");
+                assertNotNull(recovery, "rank " + r + ": " + rank.lines());
+                assertTrue(recovery.endsWith(" 4 3"), recovery);
+                if (parameters == null) {
+                    parameters = rank.line("PARAMETERS ");
+                } else {
+                    assertEquals(parameters, rank.line("PARAMETERS "), "rank " + r + ": the same parameters, bit "
+                            + "for bit");
+                }
+                float[] losses = DjlRankProcess.parse(rank.line("LOSSES "), false);
+                assertTrue(losses[steps - 1] < losses[0] * 0.9, "rank " + r + " learns on: " + rank.line("LOSSES "));
+            }
+        } finally {
+            destroy(ranks);
+        }
+    }
 }

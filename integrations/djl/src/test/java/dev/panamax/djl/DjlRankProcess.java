@@ -12,8 +12,8 @@ import java.util.stream.IntStream;
  * {@code pauseMillis}, so that a test can act mid-training), then {@code LOSSES}, {@code PARAMETERS} (as the
  * float bits in hex, exact), {@code STATS} and {@code OK}; or {@code FAILED <exception>} and exit status 3.
  *
- * <p>Arguments: {@code globalBatch steps pauseMillis [copies]} ({@code copies}: every gradient through a copy
- * buffer).
+ * <p>Arguments: {@code globalBatch steps pauseMillis [copies|elastic]} ({@code copies}: every gradient through a
+ * copy buffer; {@code elastic}: the elastic mode, which prints {@code RECOVERY step from to} per recovery).
  */
 public final class DjlRankProcess {
     private DjlRankProcess() {
@@ -24,11 +24,15 @@ public final class DjlRankProcess {
         int steps = Integer.parseInt(args[1]);
         long pauseMillis = Long.parseLong(args[2]);
         boolean copies = args.length > 3 && args[3].equals("copies");
+        boolean elastic = args.length > 3 && args[3].equals("elastic");
         try (Communicator comm = Panamax.fromEnvironment()) {
             SmallTraining.Outcome o = SmallTraining.train(comm, globalBatch, steps, 100 + comm.rank(), step -> {
                 sleep(pauseMillis);
                 System.out.println("STEP " + step);
-            }, copies);
+            }, copies, elastic);
+            for (DataParallelTraining.Recovery r : o.recoveries()) {
+                System.out.println("RECOVERY " + r.step() + " " + r.fromSize() + " " + r.toSize());
+            }
             System.out.println("LOSSES " + IntStream.range(0, steps).mapToObj(i -> Float.toString(o.localLosses()[i]))
                     .collect(Collectors.joining(",")));
             float[] p = o.parameters();

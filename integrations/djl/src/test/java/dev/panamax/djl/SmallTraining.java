@@ -19,6 +19,7 @@ import ai.djl.training.loss.Loss;
 import ai.djl.training.optimizer.Optimizer;
 import ai.djl.training.tracker.Tracker;
 import dev.panamax.collectives.Communicator;
+import dev.panamax.ml.SyncPolicy;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -42,7 +43,8 @@ final class SmallTraining {
     }
 
     /** What one rank ends with: its local loss at each step, its final parameters, the listener's counts. */
-    record Outcome(float[] localLosses, float[] parameters, DataParallelTraining.Stats stats) {
+    record Outcome(float[] localLosses, float[] parameters, DataParallelTraining.Stats stats,
+            List<DataParallelTraining.Recovery> recoveries) {
     }
 
     private SmallTraining() {
@@ -60,6 +62,15 @@ final class SmallTraining {
     /** As above; with {@code copies}, every gradient goes through a copy buffer instead of its own memory. */
     static Outcome train(Communicator comm, int globalBatch, int steps, long initSeed, IntConsumer afterStep,
             boolean copies) {
+        return train(comm, globalBatch, steps, initSeed, afterStep, copies, false);
+    }
+
+    /**
+     * As above; {@code elastic}: the listener's elastic mode, each rank keeping the rows of its rank at the start
+     * (a lost rank's rows are dropped from the global batch).
+     */
+    static Outcome train(Communicator comm, int globalBatch, int steps, long initSeed, IntConsumer afterStep,
+            boolean copies, boolean elastic) {
         int per = globalBatch / comm.size();
         if (per * comm.size() != globalBatch) {
             throw new IllegalArgumentException(globalBatch + " rows do not split evenly over " + comm.size());
@@ -73,7 +84,9 @@ final class SmallTraining {
                     .add(Activation::relu)
                     .add(Linear.builder().setUnits(CLASSES).build()));
             DataParallelTraining dp = copies ? DataParallelTraining.copyingEveryGradient(comm)
+                    : elastic ? DataParallelTraining.elastic(comm, SyncPolicy.ASC_WFBP)
                     : DataParallelTraining.over(comm);
+            int jobRank = comm.rank();
             int[] step = {0};
             DefaultTrainingConfig config = new DefaultTrainingConfig(Loss.softmaxCrossEntropyLoss())
                     .optOptimizer(Optimizer.sgd().setLearningRateTracker(Tracker.fixed(0.5f)).build())
@@ -87,9 +100,11 @@ final class SmallTraining {
                     });
             try (Trainer trainer = model.newTrainer(config)) {
                 dp.initialize(trainer, new Shape(per, FEATURES));
-                for (; step[0] < steps; step[0]++) {
+                // Batch dp.step(): in elastic mode a rank skips the step it failed in when another completed it.
+                while (dp.step() < steps) {
+                    step[0] = (int) dp.step();
                     try (NDManager batchManager = trainer.getManager().newSubManager()) {
-                        int first = step[0] * globalBatch + comm.rank() * per;
+                        int first = step[0] * globalBatch + jobRank * per;
                         Batch batch = batch(batchManager, first, per);
                         EasyTrain.trainBatch(trainer, batch);
                         trainer.step();
@@ -97,7 +112,7 @@ final class SmallTraining {
                     afterStep.accept(step[0] + 1);
                 }
                 DataParallelTraining.Stats stats = dp.stats();
-                return new Outcome(losses, parameters(trainer), stats);
+                return new Outcome(losses, parameters(trainer), stats, dp.recoveries());
             } finally {
                 dp.close();
             }

@@ -94,6 +94,9 @@ final class StoreMembership implements Membership {
         } catch (IOException e) {
             error = new CollectiveException("rank " + rank + ": connecting the communicator failed: " + e.getMessage(),
                     e);
+        } catch (PeerFailedException e) {
+            // The transports and the lookups name the peer by its rank here; the caller knows members.
+            error = new PeerFailedException(members[e.peer()], e.getMessage(), e);
         } catch (RuntimeException e) {
             error = e;
         }
@@ -194,18 +197,12 @@ final class StoreMembership implements Membership {
     /** One communicator less; the last closes the store connection and, on its host, the store. */
     private void release() {
         synchronized (this) {
-            if (--users > 0 || closed) {
-                return;
-            }
-            closed = true;
+            users--;
         }
-        store.close();
-        if (server != null) {
-            server.close();
-        }
+        closeIfUnused();
     }
 
-    /** Closes the store connection (and the store) when no communicator was ever connected. */
+    /** Closes the store connection (and, on its host, the store) once no communicator uses them. */
     void closeIfUnused() {
         synchronized (this) {
             if (users > 0 || closed) {
@@ -276,7 +273,7 @@ final class StoreMembership implements Membership {
         public String lookup(String name, int peer) {
             String v = store.getFrom(group + "/" + name + "/" + peer, members[peer]);
             if (v == null) {
-                throw new PeerFailedException(members[peer], "rank " + rank + ": rank " + peer + " of " + group
+                throw new PeerFailedException(peer, "rank " + rank + ": rank " + peer + " of " + group
                         + " (member " + members[peer] + ") died or left before it published its " + name, null);
             }
             return v;

@@ -1,5 +1,6 @@
 package dev.panamax.collectives.internal.transport.shm;
 
+import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.PeerInfo;
 import dev.panamax.collectives.internal.transport.Rendezvous;
@@ -38,8 +39,18 @@ public final class ShmTransport implements Transport {
         try {
             rendezvous.publish(name(), inbox.handle().encode());
             for (PeerInfo p : peers) {
-                SharedMemory.Region peerInbox = SharedMemory.attach(SharedMemory.Handle.decode(rendezvous.lookup(name(),
-                        p.rank())));
+                SharedMemory.Handle handle = SharedMemory.Handle.decode(rendezvous.lookup(name(), p.rank()));
+                SharedMemory.Region peerInbox;
+                try {
+                    peerInbox = SharedMemory.attach(handle);
+                } catch (IllegalStateException e) {
+                    if (ShmLink.isAlive(p.pid())) {
+                        throw e;
+                    }
+                    // It published its inbox, then died (a rank lost while the survivors of a shrink connect).
+                    throw new PeerFailedException(p.rank(), "rank " + rank + ": rank " + p.rank() + " (pid " + p.pid()
+                            + ") died before this rank mapped its inbox", e);
+                }
                 links[p.rank()] = new ShmLink(rank, p.rank(), p.pid(), inbox.segment(), peerInbox, allocator);
             }
         } catch (RuntimeException e) {
