@@ -17,6 +17,7 @@ import java.util.Arrays;
 
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_ADD;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_AGREE;
+import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_FAILED;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_GET_FROM;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_GET;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_SET;
@@ -174,6 +175,17 @@ public final class StoreClient implements AutoCloseable {
         int[] failed = f[1].isEmpty() ? new int[0] : Arrays.stream(f[1].split(",")).mapToInt(Integer::parseInt)
                 .toArray();
         return new AgreementState.Decision(Long.parseUnsignedLong(f[0], 16), failed);
+    }
+
+    /** Whether the store counts {@code member} as failed now (its last connection ended); does not wait. */
+    public synchronized boolean failed(int member) {
+        return call(() -> {
+            out.writeInt(OP_FAILED);
+            writeString(out, "failed");
+            writeString(out, Integer.toString(member));
+            out.flush();
+            return readString(in);
+        }, "failed " + member).equals("1");
     }
 
     /** Contributes like {@link #agree} but does not wait for the decision (this member is leaving). */

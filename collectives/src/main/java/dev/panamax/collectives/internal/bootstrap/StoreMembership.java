@@ -283,5 +283,10 @@ final class StoreMembership implements Membership {
         public InetAddress localAddress() {
             return store.localAddress();
         }
+
+        @Override
+        public boolean failed(int peer) {
+            return store.failed(members[peer]);
+        }
     }
 }

@@ -20,6 +20,8 @@ final class StoreProtocol {
     static final int OP_AGREE = 5;
     /** Get that gives up when a member dies: value the member id; answers "1" + value, or "0" if it died. */
     static final int OP_GET_FROM = 6;
+    /** Whether a member has failed, at once: value the member id; answers "1" or "0". */
+    static final int OP_FAILED = 7;
 
     private StoreProtocol() {
     }

@@ -18,9 +18,11 @@ import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_ADD;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_AGREE;
+import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_FAILED;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_GET_FROM;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_BYE;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_GET;
@@ -53,6 +55,8 @@ public final class StoreServer implements AutoCloseable {
     private final System.Logger log;
     private final Map<String, String> data = new HashMap<>();
     private final Map<Socket, Boolean> clients = new ConcurrentHashMap<>();
+    /** Requests being answered now: close() lets them finish (a decision made is a decision told). */
+    private final AtomicInteger answering = new AtomicInteger();
     /** Open connections per member id; guarded by {@code data}. */
     private final Map<Integer, Integer> connections = new HashMap<>();
     /** Members whose last connection ended (and who have not connected again); guarded by {@code data}. */
@@ -136,60 +140,14 @@ public final class StoreServer implements AutoCloseable {
             joined(member);
             while (true) {
                 int op = in.readInt();
-                String key = readString(in);
-                switch (op) {
-                    case OP_SET -> {
-                        String value = readString(in);
-                        synchronized (data) {
-                            data.put(key, value);
-                            data.notifyAll();
-                        }
-                        out.writeInt(0);
-                    }
-                    case OP_GET -> {
-                        String value;
-                        synchronized (data) {
-                            while ((value = data.get(key)) == null && !closed) {
-                                data.wait(1000);
-                            }
-                        }
-                        if (value == null) {
-                            return;
-                        }
-                        writeString(out, value);
-                    }
-                    case OP_ADD -> {
-                        long delta = Long.parseLong(readString(in));
-                        long now;
-                        synchronized (data) {
-                            now = Long.parseLong(data.getOrDefault(key, "0")) + delta;
-                            data.put(key, Long.toString(now));
-                            data.notifyAll();
-                        }
-                        writeString(out, Long.toString(now));
-                    }
-                    case OP_AGREE -> writeString(out, agree(key, readString(in)));
-                    case OP_GET_FROM -> {
-                        int from = Integer.parseInt(readString(in));
-                        String value;
-                        synchronized (data) {
-                            while ((value = data.get(key)) == null && !failed.contains(from) && !closed) {
-                                data.wait(1000);
-                            }
-                        }
-                        if (value == null && closed) {
-                            return;
-                        }
-                        writeString(out, value == null ? "0" : "1" + value);
-                    }
-                    case OP_BYE -> {
+                answering.incrementAndGet();
+                try {
+                    if (!answer(op, in, out)) {
                         return;
                     }
-                    default -> {
-                        return; // not our protocol: drop the connection
-                    }
+                } finally {
+                    answering.decrementAndGet();
                 }
-                out.flush();
             }
         } catch (IOException | InterruptedException | RuntimeException e) {
             // the client went away; nothing to clean up beyond the socket
@@ -199,6 +157,74 @@ public final class StoreServer implements AutoCloseable {
                 left(member);
             }
         }
+    }
+
+    /** Reads and answers one request ({@code op} read already); false when the connection is to end. */
+    private boolean answer(int op, DataInputStream in, DataOutputStream out)
+            throws IOException, InterruptedException {
+        String key = readString(in);
+        switch (op) {
+            case OP_SET -> {
+                String value = readString(in);
+                synchronized (data) {
+                    data.put(key, value);
+                    data.notifyAll();
+                }
+                out.writeInt(0);
+            }
+            case OP_GET -> {
+                String value;
+                synchronized (data) {
+                    while ((value = data.get(key)) == null && !closed) {
+                        data.wait(1000);
+                    }
+                }
+                if (value == null) {
+                    return false;
+                }
+                writeString(out, value);
+            }
+            case OP_ADD -> {
+                long delta = Long.parseLong(readString(in));
+                long now;
+                synchronized (data) {
+                    now = Long.parseLong(data.getOrDefault(key, "0")) + delta;
+                    data.put(key, Long.toString(now));
+                    data.notifyAll();
+                }
+                writeString(out, Long.toString(now));
+            }
+            case OP_AGREE -> writeString(out, agree(key, readString(in)));
+            case OP_FAILED -> {
+                int who = Integer.parseInt(readString(in));
+                boolean gone;
+                synchronized (data) {
+                    gone = failed.contains(who);
+                }
+                writeString(out, gone ? "1" : "0");
+            }
+            case OP_GET_FROM -> {
+                int from = Integer.parseInt(readString(in));
+                String value;
+                synchronized (data) {
+                    while ((value = data.get(key)) == null && !failed.contains(from) && !closed) {
+                        data.wait(1000);
+                    }
+                }
+                if (value == null && closed) {
+                    return false;
+                }
+                writeString(out, value == null ? "0" : "1" + value);
+            }
+            case OP_BYE -> {
+                return false;
+            }
+            default -> {
+                return false; // not our protocol: drop the connection
+            }
+        }
+        out.flush();
+        return true;
     }
 
     /** One agreement and when it expires. */
@@ -281,6 +307,11 @@ public final class StoreServer implements AutoCloseable {
         }
     }
 
+    /**
+     * Stops listening, ends the waits (a get of a missing key, an undecided agreement), gives the requests
+     * being answered up to a second to send their answers (a member that contributed to a decided agreement
+     * hears the decision even when the store's host is leaving), then closes every connection.
+     */
     @Override
     public void close() {
         closed = true;
@@ -289,15 +320,24 @@ public final class StoreServer implements AutoCloseable {
         } catch (IOException ignored) {
             // closing
         }
+        synchronized (data) {
+            data.notifyAll();
+        }
+        long deadline = System.nanoTime() + 1_000_000_000L;
+        while (answering.get() > 0 && System.nanoTime() - deadline < 0) {
+            try {
+                Thread.sleep(2);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
         for (Socket s : clients.keySet()) {
             try {
                 s.close();
             } catch (IOException ignored) {
                 // closing
             }
-        }
-        synchronized (data) {
-            data.notifyAll();
         }
     }
 }

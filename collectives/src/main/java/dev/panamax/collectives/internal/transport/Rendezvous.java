@@ -25,4 +25,12 @@ public interface Rendezvous {
 
     /** The local address this process uses to reach the rendezvous: where to listen when no address is given. */
     InetAddress localAddress();
+
+    /**
+     * Whether {@code peer} is known to have failed (its process gone), so that a wait for it can end
+     * before the timeout. False by default: only a rendezvous that tracks liveness knows.
+     */
+    default boolean failed(int peer) {
+        return false;
+    }
 }

@@ -2,6 +2,7 @@ package dev.panamax.collectives.internal.transport;
 
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.CollectiveTimeoutException;
+import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.collectives.internal.auth.MutualAuth;
 
 import java.io.DataInputStream;
@@ -32,6 +33,9 @@ import java.util.concurrent.TimeUnit;
  * connects and stays silent delays nobody, and drops (and logs) any connection that fails it.
  */
 public final class SocketMesh implements AutoCloseable {
+    /** How often the accept loop asks the rendezvous whether a peer it waits for has died. */
+    private static final long LIVENESS_CHECK_NANOS = 100_000_000L;
+
     private static final int SOCKET_BUFFER_BYTES = 4 << 20;
     private static final String PEER_CONTEXT = "panamax-peer-v1 to rank ";
 
@@ -92,7 +96,7 @@ public final class SocketMesh implements AutoCloseable {
         try {
             long deadline = System.nanoTime() + rendezvous.timeoutNanos();
             connectLower(rendezvous, name, isPeer, links, opened, deadline, factory);
-            acceptHigher(rank, isPeer, listener, links, opened, deadline, factory);
+            acceptHigher(rendezvous, isPeer, listener, links, opened, deadline, factory);
             close();
         } catch (IOException | RuntimeException e) {
             close();
@@ -146,9 +150,10 @@ public final class SocketMesh implements AutoCloseable {
     }
 
     /** Accepts every higher peer; each handshake runs on its own thread under a read timeout. */
-    private void acceptHigher(int rank, boolean[] isPeer, ServerSocketChannel listener, Link[] links,
-            List<AutoCloseable> opened,
-                              long deadline, LinkFactory factory) throws IOException {
+    private void acceptHigher(Rendezvous rendezvous, boolean[] isPeer, ServerSocketChannel listener, Link[] links,
+            List<AutoCloseable> opened, long deadline, LinkFactory factory) throws IOException {
+        int rank = rendezvous.rank();
+        long nextLivenessCheck = System.nanoTime() + LIVENESS_CHECK_NANOS;
         int expected = 0;
         for (int p = rank + 1; p < isPeer.length; p++) {
             if (isPeer[p]) {
@@ -173,9 +178,20 @@ public final class SocketMesh implements AutoCloseable {
                 throw new CollectiveException("interrupted while connecting");
             }
             if (a == null) {
-                if (System.nanoTime() - deadline > 0) {
+                long now = System.nanoTime();
+                if (now - deadline > 0) {
                     throw new CollectiveTimeoutException("rank " + rank
                             + ": timed out waiting for TCP connections from higher ranks");
+                }
+                if (now - nextLivenessCheck > 0) {
+                    // A peer that died after publishing its endpoint never connects: do not wait for the timeout.
+                    nextLivenessCheck = now + LIVENESS_CHECK_NANOS;
+                    for (int p = rank + 1; p < isPeer.length; p++) {
+                        if (isPeer[p] && links[p] == null && rendezvous.failed(p)) {
+                            throw new PeerFailedException(p, "rank " + rank + ": rank " + p
+                                    + " died before it connected over TCP", null);
+                        }
+                    }
                 }
                 continue;
             }

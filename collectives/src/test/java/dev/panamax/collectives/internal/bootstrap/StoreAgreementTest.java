@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -111,6 +112,8 @@ class StoreAgreementTest {
     /** Returns once the store counts {@code member} as failed: a lookup waiting on it gives up. */
     private static void awaitDeath(StoreClient witness, int member) {
         assertEquals(null, witness.getFrom("never/published", member));
+        assertTrue(witness.failed(member), "asked at once, the store says member " + member + " failed too");
+        assertFalse(witness.failed((member + 2) % MEMBERS.length), "a member still connected has not failed");
     }
 
     @Test
