@@ -3,6 +3,7 @@ package dev.panamax.collectives.internal.runtime;
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.RevokedException;
 
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -23,9 +24,9 @@ final class CommunicatorFamily {
     /** The rank (of the family's root) that revoked the family, or -1. */
     private volatile int revokedBy = -1;
     /** A revoke's closing of the links, left to whichever thread next holds {@link #lock}. */
-    private volatile boolean revokePending;
+    private final AtomicBoolean revokePending = new AtomicBoolean();
     /** An abort's release of the family, left to whichever thread next holds {@link #lock}. */
-    private volatile boolean releasePending;
+    private final AtomicBoolean releasePending = new AtomicBoolean();
 
     void lock() {
         lock.lock();
@@ -71,7 +72,7 @@ final class CommunicatorFamily {
         }
         revokedBy = revoker;
         recordFailure(error);
-        revokePending = true;
+        revokePending.set(true);
         return true;
     }
 
@@ -81,16 +82,7 @@ final class CommunicatorFamily {
      * collective's thread right after it unlocks; both call this, so whichever comes last does it.
      */
     void closeLinksIfRevoked(Runnable closeLinks) {
-        while (revokePending && lock.tryLock()) {
-            try {
-                if (revokePending) {
-                    revokePending = false;
-                    closeLinks.run();
-                }
-            } finally {
-                lock.unlock();
-            }
-        }
+        runOnceUnderLock(revokePending, closeLinks);
     }
 
     /** The rank that revoked the family, or -1. */
@@ -101,7 +93,7 @@ final class CommunicatorFamily {
     /** Leaves the release of the family to {@link #releaseIfPending}, once the abort has woken the waits and closed the
      * links. */
     void scheduleRelease() {
-        releasePending = true;
+        releasePending.set(true);
     }
 
     /**
@@ -110,11 +102,19 @@ final class CommunicatorFamily {
      * whichever comes last does it.
      */
     void releaseIfPending(Runnable release) {
-        while (releasePending && lock.tryLock()) {
+        runOnceUnderLock(releasePending, release);
+    }
+
+    /**
+     * Runs {@code action} once after {@code pending} was set, on a thread that holds the lock: the
+     * setting thread when the lock is free, else the lock's holder right after it unlocks (both call
+     * this after their part, so whichever comes last does it).
+     */
+    private void runOnceUnderLock(AtomicBoolean pending, Runnable action) {
+        while (pending.get() && lock.tryLock()) {
             try {
-                if (releasePending) {
-                    releasePending = false;
-                    release.run();
+                if (pending.compareAndSet(true, false)) {
+                    action.run();
                 }
             } finally {
                 lock.unlock();
