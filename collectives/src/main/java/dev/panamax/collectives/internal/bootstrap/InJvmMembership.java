@@ -6,6 +6,7 @@ import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.internal.elastic.AgreementState;
+import dev.panamax.collectives.internal.elastic.Agreements;
 import dev.panamax.collectives.internal.elastic.Membership;
 import dev.panamax.collectives.internal.runtime.CommunicatorImpl;
 import dev.panamax.collectives.internal.transport.local.HostAllocator;
@@ -22,18 +23,13 @@ import java.util.Map;
  * or aborted. New communicators get a fresh {@link LocalFabric} of their own.
  */
 final class InJvmMembership implements Membership {
-    /** One agreement and when it expires. */
-    private record Pending(AgreementState state, long deadlineNanos) {
-    }
-
     private final int[] users;
-    private final boolean[] failed;
-    private final Map<String, Pending> agreements = new HashMap<>();
+    /** The agreements and the failed members; guarded by {@code this}. */
+    private final Agreements agreements = new Agreements(this);
     private final Map<String, LocalFabric> fabrics = new HashMap<>();
 
     InJvmMembership(int size) {
         this.users = new int[size];
-        this.failed = new boolean[size];
     }
 
     @Override
@@ -48,32 +44,12 @@ final class InJvmMembership implements Membership {
 
     private synchronized AgreementState.Decision decide(String instance, int[] members, int self, long flags,
             long timeoutNanos) {
-        Pending p = agreements.get(instance);
-        if (p == null) {
-            p = new Pending(new AgreementState(members), System.nanoTime() + timeoutNanos);
-            agreements.put(instance, p);
-            for (int m : members) {
-                if (failed[m]) {
-                    p.state().fail(m);
-                }
-            }
+        try {
+            return agreements.contribute(instance, members, self, flags, timeoutNanos, true, () -> false);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new CollectiveTimeoutException("rank " + self + ": interrupted in agreement " + instance);
         }
-        p.state().contribute(self, flags);
-        notifyAll();
-        while (p.state().decision() == null) {
-            long left = p.deadlineNanos() - System.nanoTime();
-            if (left <= 0) {
-                p.state().expire();
-                break;
-            }
-            try {
-                wait(Math.max(1, left / 1_000_000));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new CollectiveTimeoutException("rank " + self + ": interrupted in agreement " + instance);
-            }
-        }
-        return p.state().decision();
     }
 
     /** Connects {@code members} over a fresh in-JVM fabric; ends with an agreement, as over the store. */
@@ -135,15 +111,9 @@ final class InJvmMembership implements Membership {
     }
 
     private synchronized void release(int member) {
-        if (--users[member] > 0 || failed[member]) {
+        if (--users[member] > 0 || agreements.hasFailed(member)) {
             return;
         }
-        failed[member] = true;
-        for (Pending p : agreements.values()) {
-            if (p.state().isMember(member)) {
-                p.state().fail(member);
-            }
-        }
-        notifyAll();
+        agreements.memberFailed(member);
     }
 }

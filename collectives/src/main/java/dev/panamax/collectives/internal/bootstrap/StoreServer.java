@@ -3,6 +3,7 @@ package dev.panamax.collectives.internal.bootstrap;
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.internal.auth.MutualAuth;
 import dev.panamax.collectives.internal.elastic.AgreementState;
+import dev.panamax.collectives.internal.elastic.Agreements;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -14,9 +15,7 @@ import java.net.Socket;
 import java.net.SocketAddress;
 import java.util.Arrays;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -59,10 +58,8 @@ public final class StoreServer implements AutoCloseable {
     private final AtomicInteger answering = new AtomicInteger();
     /** Open connections per member id; guarded by {@code data}. */
     private final Map<Integer, Integer> connections = new HashMap<>();
-    /** Members whose last connection ended (and who have not connected again); guarded by {@code data}. */
-    private final Set<Integer> failed = new HashSet<>();
-    /** Agreements by instance name; guarded by {@code data}. */
-    private final Map<String, Pending> agreements = new HashMap<>();
+    /** The agreements, and the members whose last connection ended; guarded by {@code data}. */
+    private final Agreements agreements = new Agreements(data);
     private final Thread acceptor;
     private volatile boolean closed;
 
@@ -199,7 +196,7 @@ public final class StoreServer implements AutoCloseable {
                 int who = Integer.parseInt(readString(in));
                 boolean gone;
                 synchronized (data) {
-                    gone = failed.contains(who);
+                    gone = agreements.hasFailed(who);
                 }
                 writeString(out, gone ? "1" : "0");
             }
@@ -207,7 +204,7 @@ public final class StoreServer implements AutoCloseable {
                 int from = Integer.parseInt(readString(in));
                 String value;
                 synchronized (data) {
-                    while ((value = data.get(key)) == null && !failed.contains(from) && !closed) {
+                    while ((value = data.get(key)) == null && !agreements.hasFailed(from) && !closed) {
                         data.wait(1000);
                     }
                 }
@@ -227,14 +224,10 @@ public final class StoreServer implements AutoCloseable {
         return true;
     }
 
-    /** One agreement and when it expires. */
-    private record Pending(AgreementState state, long deadlineNanos) {
-    }
-
     private void joined(int member) {
         synchronized (data) {
             connections.merge(member, 1, Integer::sum);
-            failed.remove(member); // back (a fresh connection under the same rank): alive for later agreements
+            agreements.memberBack(member); // a fresh connection under the same rank: alive for later agreements
         }
     }
 
@@ -245,13 +238,7 @@ public final class StoreServer implements AutoCloseable {
                 return;
             }
             connections.remove(member);
-            failed.add(member);
-            for (Pending p : agreements.values()) {
-                if (p.state().isMember(member)) {
-                    p.state().fail(member);
-                }
-            }
-            data.notifyAll();
+            agreements.memberFailed(member);
         }
     }
 
@@ -267,35 +254,17 @@ public final class StoreServer implements AutoCloseable {
         long flags = Long.parseUnsignedLong(f[1], 16);
         long timeoutNanos = Long.parseLong(f[2]) * 1_000_000L;
         int[] members = Arrays.stream(f[3].split(",")).mapToInt(Integer::parseInt).toArray();
+        boolean wait = !(f.length > 4 && f[4].equals("nowait"));
         synchronized (data) {
-            Pending p = agreements.get(instance);
-            if (p == null) {
-                p = new Pending(new AgreementState(members), System.nanoTime() + timeoutNanos);
-                agreements.put(instance, p);
-                for (int m : members) {
-                    if (failed.contains(m)) {
-                        p.state().fail(m);
-                    }
-                }
-            } else if (!Arrays.equals(p.state().members(), Arrays.stream(members).sorted().toArray())) {
-                return "error agreement " + instance + " has members " + Arrays.toString(p.state().members())
-                        + " but member " + self + " named " + Arrays.toString(members);
+            AgreementState.Decision d;
+            try {
+                d = agreements.contribute(instance, members, self, flags, timeoutNanos, wait, () -> closed);
+            } catch (IllegalArgumentException e) {
+                return "error " + e.getMessage();
             }
-            p.state().contribute(self, flags);
-            data.notifyAll();
-            if (f.length > 4 && f[4].equals("nowait")) {
+            if (!wait) {
                 return "pending";
             }
-            while (p.state().decision() == null && !closed) {
-                long left = p.deadlineNanos() - System.nanoTime();
-                if (left <= 0) {
-                    p.state().expire();
-                    data.notifyAll();
-                    break;
-                }
-                data.wait(Math.max(1, left / 1_000_000));
-            }
-            AgreementState.Decision d = p.state().decision();
             if (d == null) {
                 return "error the store is closing";
             }
