@@ -45,9 +45,12 @@ public final class ElasticTraining implements AutoCloseable {
     private final MemorySegment state;
     private final int maxShrinks;
     private final Arena arena = Arena.ofShared();
-    /** The state after {@link #committed} steps, and after one step fewer (null when none). */
+    /** The state after {@link #committed} steps, and after one step fewer (valid once a step was committed). */
     private MemorySegment current;
     private MemorySegment previous;
+    private boolean previousValid;
+    /** The step count exchanged at a handover. */
+    private final MemorySegment steps;
     private long committed;
     private final Communicator given;
     private Communicator comm;
@@ -148,6 +151,8 @@ public final class ElasticTraining implements AutoCloseable {
         this.state = b.state;
         this.maxShrinks = b.maxShrinks;
         this.current = arena.allocate(state.byteSize(), 64);
+        this.previous = arena.allocate(state.byteSize(), 64);
+        this.steps = arena.allocate(8, 8);
         MemorySegment.copy(state, 0, current, 0, state.byteSize()); // step 0: the state as given
     }
 
@@ -178,8 +183,9 @@ public final class ElasticTraining implements AutoCloseable {
 
     /** The step's optimizer update is in the state: keeps a copy of it and counts the step. */
     public void commit() {
-        MemorySegment older = previous == null ? arena.allocate(state.byteSize(), 64) : previous;
+        MemorySegment older = previous;
         previous = current;
+        previousValid = true;
         MemorySegment.copy(state, 0, older, 0, state.byteSize());
         current = older;
         committed++;
@@ -245,14 +251,13 @@ public final class ElasticTraining implements AutoCloseable {
      * synchronizer is built on {@link #comm}.
      */
     private void handOver(boolean joiner) {
-        MemorySegment steps = arena.allocate(8, 8);
         steps.set(ValueLayout.JAVA_LONG, 0, joiner ? Long.MAX_VALUE : committed);
         comm.allReduce(steps, 1, DataType.INT64, ReduceOp.MIN);
         long agreed = steps.get(ValueLayout.JAVA_LONG, 0);
         if (comm.rank() == 0) {
             if (agreed == committed) {
                 MemorySegment.copy(current, 0, state, 0, state.byteSize());
-            } else if (agreed == committed - 1 && previous != null) {
+            } else if (agreed == committed - 1 && previousValid) {
                 MemorySegment.copy(previous, 0, state, 0, state.byteSize());
             } else {
                 throw new IllegalStateException("rank 0 committed step " + committed + " but the ranks agreed on "
@@ -261,7 +266,7 @@ public final class ElasticTraining implements AutoCloseable {
         }
         comm.broadcast(state, state.byteSize(), DataType.UINT8, 0);
         MemorySegment.copy(state, 0, current, 0, state.byteSize());
-        previous = null;
+        previousValid = false;
         committed = agreed;
         GradientSynchronizer.Builder b = GradientSynchronizer.builder(comm);
         configure.accept(b);
