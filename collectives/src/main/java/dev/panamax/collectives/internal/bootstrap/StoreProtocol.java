@@ -15,7 +15,7 @@ final class StoreProtocol {
     static final int OP_SET = 1;
     static final int OP_GET = 2;
     static final int OP_ADD = 3;
-    static final int OP_BYE = 4;
+    // 4 was a goodbye; a client now just closes its connection, which the store treats alike.
     /** Agreement: key the instance, value "self flags timeoutMillis member,member,..."; answers the decision. */
     static final int OP_AGREE = 5;
     /** Get that gives up when a member dies: value the member id; answers "1" + value, or "0" if it died. */

@@ -23,7 +23,6 @@ import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_ADD;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_AGREE;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_FAILED;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_GET_FROM;
-import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_BYE;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_GET;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.OP_SET;
 import static dev.panamax.collectives.internal.bootstrap.StoreProtocol.readString;
@@ -212,9 +211,6 @@ public final class StoreServer implements AutoCloseable {
                     return false;
                 }
                 writeString(out, value == null ? "0" : "1" + value);
-            }
-            case OP_BYE -> {
-                return false;
             }
             default -> {
                 return false; // not our protocol: drop the connection
