@@ -142,7 +142,7 @@ public final class ElasticExample {
     }
 
     /** SIGKILL, as a crash or the OOM killer would end the process: no cleanup, no goodbye. */
-    private static void killThisProcess() {
+    static void killThisProcess() {
         System.out.println("rank killing itself with SIGKILL");
         System.out.flush();
         try {

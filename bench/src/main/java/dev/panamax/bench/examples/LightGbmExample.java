@@ -2,6 +2,7 @@ package dev.panamax.bench.examples;
 
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;
+import dev.panamax.lightgbm.ElasticLightGbm;
 import dev.panamax.lightgbm.PanamaxLightGbm;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
@@ -23,6 +24,10 @@ import java.util.SplittableRandom;
  * {@code --leaves L} (31), {@code --seed S} (1), {@code --warmup W} (5: the iterations left out of the second
  * mean; the first ones also warm the JIT up), {@code --network panamax|sockets} (panamax; sockets runs
  * LightGBM's own TCP network on 127.0.0.1 instead, for comparison).
+ *
+ * <p>Elastic training ({@link ElasticLightGbm}): {@code --recoveries N} (0: none) lets the job lose
+ * up to N ranks; {@code --kill-rank R --kill-iteration K} (none) makes rank R kill itself with SIGKILL after
+ * iteration K. Rank 0 then prints each recovery, and the log-loss is over the survivors' rows.
  */
 public final class LightGbmExample {
     private LightGbmExample() {
@@ -36,6 +41,9 @@ public final class LightGbmExample {
         long seed = 1;
         int warmup = 5;
         PanamaxLightGbm.Network network = PanamaxLightGbm.Network.PANAMAX;
+        int recoveries = 0;
+        int killRank = -1;
+        int killIteration = 0;
         for (int i = 0; i < args.length; i += 2) {
             if (i + 1 >= args.length) {
                 throw new IllegalArgumentException("option " + args[i] + " needs a value");
@@ -52,12 +60,20 @@ public final class LightGbmExample {
                     case "sockets" -> PanamaxLightGbm.Network.LIGHTGBM_SOCKETS;
                     default -> throw new IllegalArgumentException("--network panamax or sockets: " + args[i + 1]);
                 };
-                default -> throw new IllegalArgumentException("unknown option " + args[i]
-                        + " (--rows, --features, --iterations, --leaves, --seed, --warmup, --network)");
+                case "--recoveries" -> recoveries = Integer.parseInt(args[i + 1]);
+                case "--kill-rank" -> killRank = Integer.parseInt(args[i + 1]);
+                case "--kill-iteration" -> killIteration = Integer.parseInt(args[i + 1]);
+                default -> throw new IllegalArgumentException("unknown option " + args[i] + " (--rows, --features,"
+                        + " --iterations, --leaves, --seed, --warmup, --network, --recoveries, --kill-rank,"
+                        + " --kill-iteration)");
             }
         }
+        if (recoveries > 0 && network != PanamaxLightGbm.Network.PANAMAX) {
+            throw new IllegalArgumentException("--recoveries needs --network panamax");
+        }
         try (Communicator comm = Panamax.fromEnvironment()) {
-            run(comm, rows, features, iterations, leaves, seed, warmup, network);
+            run(comm, rows, features, iterations, leaves, seed, warmup, network,
+                    new Elastic(recoveries, killRank, killIteration));
         }
     }
 
@@ -68,8 +84,18 @@ public final class LightGbmExample {
     record Result(double logLoss, boolean sameModel, double meanIterationMillis, double meanAfterWarmupMillis) {
     }
 
+    /** Elastic training: up to {@code recoveries} lost ranks ({@code 0}: plain training); a rank that kills itself. */
+    record Elastic(int recoveries, int killRank, int killIteration) {
+        static final Elastic NONE = new Elastic(0, -1, 0);
+    }
+
     static Result run(Communicator comm, int rows, int features, int iterations, int leaves, long seed,
             int warmup, PanamaxLightGbm.Network network) {
+        return run(comm, rows, features, iterations, leaves, seed, warmup, network, Elastic.NONE);
+    }
+
+    static Result run(Communicator comm, int rows, int features, int iterations, int leaves, long seed,
+            int warmup, PanamaxLightGbm.Network network, Elastic elastic) {
         int n = comm.size();
         int from = (int) ((long) rows * comm.rank() / n);
         int to = (int) ((long) rows * (comm.rank() + 1) / n);
@@ -83,23 +109,53 @@ public final class LightGbmExample {
                 leaves);
         double[] millis = new double[iterations];
         double[] localLoss = {Double.NaN};
-        String model = PanamaxLightGbm.train(comm, params, new PanamaxLightGbm.LocalData(x, to - from, features, y),
-                iterations, (i, nanos, booster) -> {
-                    millis[i - 1] = nanos / 1e6;
-                    report(comm, "iteration %3d  %8.2f ms%n", i, nanos / 1e6);
-                    if (i == iterations) {
-                        localLoss[0] = booster.eval(0)[0];
-                    }
-                }, network);
-        double loss = sumOverRanks(comm, localLoss[0] * (to - from)) / rows;
-        long hash = model.hashCode();
-        boolean same = overRanks(comm, hash, ReduceOp.MAX) == overRanks(comm, hash, ReduceOp.MIN);
-        int skipped = Math.min(warmup, iterations - 1);
-        double all = mean(millis, 0);
-        double after = mean(millis, skipped);
-        report(comm, "mean iteration %.2f ms, %.2f ms after the first %d; training log-loss %.6f;"
-                + " same model on every rank: %s%n", all, after, skipped, loss, same);
-        return new Result(loss, same, all, after);
+        PanamaxLightGbm.LocalData data = new PanamaxLightGbm.LocalData(x, to - from, features, y);
+        long[] previousEnd = {System.nanoTime()};
+        PanamaxLightGbm.IterationListener listener = (i, nanos, booster) -> {
+            millis[i - 1] = nanos / 1e6;
+            long now = System.nanoTime();
+            double gapMillis = (now - nanos - previousEnd[0]) / 1e6;
+            previousEnd[0] = now;
+            // A long gap before an iteration is a recovery (or, before the first, building the data set).
+            report(comm, "iteration %3d  %8.2f ms%s%n", i, nanos / 1e6, gapMillis < 100 || i == 1 ? ""
+                    : String.format(Locale.ROOT, "  (began %.0f ms after iteration %d ended)", gapMillis, i - 1));
+            if (i == iterations) {
+                localLoss[0] = booster.eval(0)[0];
+            }
+            if (comm.rank() == elastic.killRank() && i == elastic.killIteration()) {
+                ElasticExample.killThisProcess();
+            }
+        };
+        String model;
+        Communicator end = comm;
+        if (elastic.recoveries() > 0) {
+            ElasticLightGbm.Result result = ElasticLightGbm.train(comm, params, data, iterations,
+                    elastic.recoveries(), listener);
+            model = result.model();
+            end = result.communicator();
+            for (ElasticLightGbm.Recovery r : result.recoveries()) {
+                report(end, "recovered: rank(s) %s of %d lost, %d ranks go on from iteration %d (%.3f s)%n",
+                        r.lostRanks(), r.fromSize(), r.toSize(), r.iteration(), r.seconds());
+            }
+        } else {
+            model = PanamaxLightGbm.train(comm, params, data, iterations, listener, network);
+        }
+        try {
+            long rowsLeft = Math.round(sumOverRanks(end, to - from));
+            double loss = sumOverRanks(end, localLoss[0] * (to - from)) / rowsLeft;
+            long hash = model.hashCode();
+            boolean same = overRanks(end, hash, ReduceOp.MAX) == overRanks(end, hash, ReduceOp.MIN);
+            int skipped = Math.min(warmup, iterations - 1);
+            double all = mean(millis, 0);
+            double after = mean(millis, skipped);
+            report(end, "mean iteration %.2f ms, %.2f ms after the first %d; training log-loss %.6f over %d rows;"
+                    + " same model on every rank: %s%n", all, after, skipped, loss, rowsLeft, same);
+            return new Result(loss, same, all, after);
+        } finally {
+            if (end != comm) {
+                end.close();
+            }
+        }
     }
 
     private static double mean(double[] values, int from) {

@@ -26,8 +26,28 @@ public final class Booster implements AutoCloseable {
         return new Booster(LightGbmC.boosterCreate(train.handle(), parameters), train);
     }
 
+    /**
+     * A booster of a saved model ({@link #modelString}), without training data: it predicts and can be
+     * {@linkplain #mergeBefore merged} into a booster that trains on.
+     */
+    public static Booster fromModelString(String model) {
+        return new Booster(LightGbmC.boosterLoadModelFromString(model), null);
+    }
+
+    /**
+     * Puts the trees of {@code earlier} before this booster's own, so that this booster's model continues that
+     * model; as LightGBM's own packages continue training, the training data set's init scores should then be
+     * {@code earlier}'s raw scores ({@link Dataset#setInitScores}).
+     */
+    public void mergeBefore(Booster earlier) {
+        LightGbmC.boosterMerge(handle(), earlier.handle());
+    }
+
     /** One boosting iteration; true when LightGBM cannot improve further (no split had a positive gain). */
     public boolean updateOneIteration() {
+        if (train == null) {
+            throw new IllegalStateException("a booster loaded from a model has no training data");
+        }
         if (!train.isOpen()) {
             throw new IllegalStateException("the training data set was closed before training ended");
         }
@@ -42,6 +62,14 @@ public final class Booster implements AutoCloseable {
     /** The whole model as LightGBM's text format. */
     public String modelString() {
         return LightGbmC.boosterSaveModelToString(handle(), 0, -1, LightGbmC.FEATURE_IMPORTANCE_SPLIT);
+    }
+
+    /** The model of the first {@code iterations} iterations (merged ones included) as LightGBM's text format. */
+    public String modelString(int iterations) {
+        if (iterations < 1) {
+            throw new IllegalArgumentException("a model of " + iterations + " iterations");
+        }
+        return LightGbmC.boosterSaveModelToString(handle(), 0, iterations, LightGbmC.FEATURE_IMPORTANCE_SPLIT);
     }
 
     /**

@@ -16,18 +16,33 @@ import java.lang.foreign.MemorySegment;
  * all-gather's input lies inside its output elsewhere than at its own block, the data is staged in
  * buffers from {@link Communicator#allocate} (zero-copy between same-host ranks), which grow as needed;
  * {@link #close} frees them and leaves the communicator open. After a failure {@link #abandon} aborts the
- * communicator, so that the peers' collectives fail at once instead of at their timeouts. One instance
- * serves one rank, called from one thread.
+ * communicator (or revokes it, see {@link #revokingOnFailure}), so that the peers' collectives fail at once
+ * instead of at their timeouts. One instance serves one rank, called from one thread.
  */
 public final class CommunicatorNetwork implements LightGbmNetwork, AutoCloseable {
     private final Communicator communicator;
     private MemorySegment send;
     private MemorySegment recv;
+    private final boolean revokeOnFailure;
     private volatile boolean abandoned;
 
     /** LightGBM's collectives over {@code communicator}, which the caller keeps owning. */
     public CommunicatorNetwork(Communicator communicator) {
+        this(communicator, false);
+    }
+
+    private CommunicatorNetwork(Communicator communicator, boolean revokeOnFailure) {
         this.communicator = communicator;
+        this.revokeOnFailure = revokeOnFailure;
+    }
+
+    /**
+     * As the constructor, but {@link #abandon} {@linkplain Communicator#revoke() revokes} the communicator
+     * instead of aborting it: the peers' collectives fail as promptly, and the survivors can then
+     * {@linkplain Communicator#shrink() shrink} it (elastic training).
+     */
+    public static CommunicatorNetwork revokingOnFailure(Communicator communicator) {
+        return new CommunicatorNetwork(communicator, true);
     }
 
     @Override
@@ -119,14 +134,21 @@ public final class CommunicatorNetwork implements LightGbmNetwork, AutoCloseable
         return at;
     }
 
-    /** Aborts the communicator: the peers' collectives fail at once (see {@link Communicator#abort}). */
+    /**
+     * Aborts the communicator, or revokes it when made by {@link #revokingOnFailure}: either way the peers'
+     * collectives fail at once (see {@link Communicator#abort} and {@link Communicator#revoke}).
+     */
     @Override
     public void abandon(Throwable cause) {
+        if (revokeOnFailure) {
+            communicator.revoke();
+            return;
+        }
         abandoned = true;
         communicator.abort();
     }
 
-    /** Frees the staging buffers (after {@link #abandon}, the abort has); the communicator stays open. */
+    /** Frees the staging buffers (after an abort, the abort has); the communicator stays open. */
     @Override
     public void close() {
         MemorySegment s = send;

@@ -47,6 +47,20 @@ public final class Dataset implements AutoCloseable {
         }
     }
 
+    /**
+     * Sets the init score of every row: the raw score training starts from instead of the label average. For
+     * {@code k > 1} classes, {@code rows * k} scores grouped by class ({@code scores[c * rows + i]}).
+     */
+    public void setInitScores(double[] scores) {
+        if (rows == 0 || scores.length % rows != 0) {
+            throw new IllegalArgumentException(scores.length + " init scores for " + rows + " rows");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            LightGbmC.datasetSetField(handle(), "init_score", arena.allocateFrom(JAVA_DOUBLE, scores), scores.length,
+                    LightGbmC.DTYPE_FLOAT64);
+        }
+    }
+
     /** The number of rows on this rank. */
     public int rows() {
         return rows;

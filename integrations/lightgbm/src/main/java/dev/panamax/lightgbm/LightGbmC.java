@@ -75,6 +75,15 @@ public final class LightGbmC {
         static final MethodHandle BOOSTER_CREATE = NativeLibrary.downcall("LGBM_BoosterCreate",
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
 
+        // LIGHTGBM_C_EXPORT int LGBM_BoosterLoadModelFromString(const char* model_str, int* out_num_iterations,
+        //     BoosterHandle* out);
+        static final MethodHandle BOOSTER_LOAD_MODEL_FROM_STRING = NativeLibrary.downcall(
+                "LGBM_BoosterLoadModelFromString", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+
+        // LIGHTGBM_C_EXPORT int LGBM_BoosterMerge(BoosterHandle handle, BoosterHandle other_handle);
+        static final MethodHandle BOOSTER_MERGE = NativeLibrary.downcall("LGBM_BoosterMerge",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+
         // LIGHTGBM_C_EXPORT int LGBM_BoosterUpdateOneIter(BoosterHandle handle, int* is_finished);
         static final MethodHandle BOOSTER_UPDATE_ONE_ITER = NativeLibrary.downcall("LGBM_BoosterUpdateOneIter",
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
@@ -187,6 +196,35 @@ public final class LightGbmC {
             return created("LGBM_BoosterCreate", out.get(ADDRESS, 0), LightGbmC::boosterFree);
         } catch (Throwable t) {
             throw rethrown("LGBM_BoosterCreate", t);
+        }
+    }
+
+    /**
+     * {@code LGBM_BoosterLoadModelFromString}: a booster (for prediction and merging; it has no training data)
+     * of the model text; the caller frees it with {@link #boosterFree}.
+     */
+    public static MemorySegment boosterLoadModelFromString(String model) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment iterations = arena.allocate(JAVA_INT);
+            MemorySegment out = arena.allocate(ADDRESS);
+            int rc = (int) H.BOOSTER_LOAD_MODEL_FROM_STRING.invokeExact(arena.allocateFrom(model), iterations, out);
+            checkCode("LGBM_BoosterLoadModelFromString", rc);
+            return out.get(ADDRESS, 0);
+        } catch (Throwable t) {
+            throw rethrown("LGBM_BoosterLoadModelFromString", t);
+        }
+    }
+
+    /**
+     * {@code LGBM_BoosterMerge}: puts the trees of {@code other} before those of {@code handle} (LightGBM's way to
+     * continue training from a model, with the model's raw scores as the data set's init scores).
+     */
+    public static void boosterMerge(MemorySegment handle, MemorySegment other) {
+        try {
+            int rc = (int) H.BOOSTER_MERGE.invokeExact(handle, other);
+            check("LGBM_BoosterMerge", rc);
+        } catch (Throwable t) {
+            throw rethrown("LGBM_BoosterMerge", t);
         }
     }
 

@@ -30,7 +30,8 @@ import java.util.Objects;
  * parameters are added where the caller did not give them: {@code tree_learner=data}, {@code pre_partition=true}
  * (each rank's rows are its own) and {@code num_machines} (which must match the communicator). A failure on one
  * rank during training aborts the communicator, so that the others throw at once, naming it, instead of waiting
- * for their timeouts; the communicator is then unusable (see {@link Communicator#abort}).
+ * for their timeouts; the communicator is then unusable (see {@link Communicator#abort}). To go on without a
+ * lost rank instead, train with {@link ElasticLightGbm}.
  *
  * <p>LightGBM keeps its network per thread: the calling thread is the rank's for the whole call.
  */
@@ -105,52 +106,144 @@ public final class PanamaxLightGbm {
      */
     public static String train(Communicator comm, String params, LocalData data, int iterations,
             IterationListener listener, Network network) {
-        Objects.requireNonNull(comm, "comm");
-        Objects.requireNonNull(params, "params");
-        Objects.requireNonNull(data, "data");
-        Objects.requireNonNull(listener, "listener");
+        return train(comm, params, data, iterations, listener, network, Checkpoint.NONE);
+    }
+
+    /** As the public train, continuing the model of {@code from} up to {@code iterations} in all. */
+    static String train(Communicator comm, String params, LocalData data, int iterations,
+            IterationListener listener, Network network, Checkpoint from) {
+        checkArguments(comm, params, data, iterations, listener);
         Objects.requireNonNull(network, "network");
-        if (iterations < 0) {
-            throw new IllegalArgumentException("iterations must be >= 0: " + iterations);
-        }
         String full = distributedParameters(params, comm.size());
         checkRanksAgree(comm, data, full);
-        if (comm.size() == 1) {
-            return trainHere(data, full, iterations, listener);
-        }
-        try (CommunicatorNetwork panamax = new CommunicatorNetwork(comm)) {
-            NetworkSession session;
-            if (network == Network.PANAMAX) {
-                session = NetworkSession.external(panamax);
-            } else {
-                Machines m = socketMachines(comm);
-                session = NetworkSession.sockets(m.list(), m.localPort(), 1, comm.size());
+        try (Attempt attempt = new Attempt(from)) {
+            if (comm.size() == 1) {
+                return attempt.run(data, full, iterations, listener);
             }
-            try (session) {
-                return trainHere(data, full, iterations, listener);
-            } catch (RuntimeException | Error e) {
-                // The peers are inside LightGBM's collectives: end their wait now, naming this rank.
-                panamax.abandon(e);
-                throw e;
+            try (CommunicatorNetwork panamax = new CommunicatorNetwork(comm)) {
+                NetworkSession session;
+                if (network == Network.PANAMAX) {
+                    session = NetworkSession.external(panamax);
+                } else {
+                    Machines m = socketMachines(comm);
+                    session = NetworkSession.sockets(m.list(), m.localPort(), 1, comm.size());
+                }
+                try (session) {
+                    return attempt.run(data, full, iterations, listener);
+                } catch (RuntimeException | Error e) {
+                    // The peers are inside LightGBM's collectives: end their wait now, naming this rank.
+                    panamax.abandon(e);
+                    throw e;
+                }
             }
         }
     }
 
-    private static String trainHere(LocalData data, String params, int iterations, IterationListener listener) {
-        try (Dataset train = Dataset.fromMatrix(data.features(), data.rows(), data.columns(), params)) {
-            train.setLabels(data.labels());
-            try (Booster booster = Booster.create(train, params)) {
-                for (int i = 1; i <= iterations; i++) {
-                    long start = System.nanoTime();
-                    boolean finished = booster.updateOneIteration();
-                    listener.afterIteration(i, System.nanoTime() - start, booster);
-                    if (finished) {
-                        break;
-                    }
+    static void checkArguments(Communicator comm, String params, LocalData data, int iterations,
+            IterationListener listener) {
+        Objects.requireNonNull(comm, "comm");
+        Objects.requireNonNull(params, "params");
+        Objects.requireNonNull(data, "data");
+        Objects.requireNonNull(listener, "listener");
+        if (iterations < 0) {
+            throw new IllegalArgumentException("iterations must be >= 0: " + iterations);
+        }
+    }
+
+    /** A model and the boosting iterations it holds; {@link #NONE} before the first. */
+    record Checkpoint(String model, int iterations) {
+        static final Checkpoint NONE = new Checkpoint(null, 0);
+    }
+
+    /**
+     * Training on one communicator from a checkpoint. Its LightGBM objects outlive the network session, so
+     * that after a failure the iterations it finished can still be saved ({@link #reached}).
+     */
+    static final class Attempt implements AutoCloseable {
+        private final Checkpoint from;
+        private Dataset dataset;
+        private Booster booster;
+        /** The iterations the booster holds, those of the checkpoint included. */
+        private int iterations;
+
+        Attempt(Checkpoint from) {
+            this.from = from;
+            this.iterations = from.iterations();
+        }
+
+        /**
+         * Builds the data set and the booster and trains up to {@code total} iterations; with a checkpoint, as
+         * LightGBM's own packages continue training: the checkpoint's raw scores are the rows' init scores and
+         * its trees are merged before the new ones.
+         */
+        String run(LocalData data, String params, int total, IterationListener listener) {
+            dataset = Dataset.fromMatrix(data.features(), data.rows(), data.columns(), params);
+            dataset.setLabels(data.labels());
+            if (from.model() == null) {
+                booster = Booster.create(dataset, params);
+            } else {
+                try (Booster earlier = Booster.fromModelString(from.model())) {
+                    double[] raw = earlier.predict(data.features(), data.rows(), data.columns(),
+                            LightGbmC.PREDICT_RAW_SCORE, "");
+                    dataset.setInitScores(groupedByClass(raw, data.rows()));
+                    booster = Booster.create(dataset, params);
+                    booster.mergeBefore(earlier);
                 }
-                return booster.modelString();
+            }
+            for (int i = from.iterations() + 1; i <= total; i++) {
+                long start = System.nanoTime();
+                boolean finished = booster.updateOneIteration();
+                if (!finished) {
+                    iterations = i;
+                }
+                listener.afterIteration(i, System.nanoTime() - start, booster);
+                if (finished) {
+                    break;
+                }
+            }
+            return booster.modelString();
+        }
+
+        /** The iterations the booster holds (those of the checkpoint included). */
+        int iterations() {
+            return iterations;
+        }
+
+        /** The model of the iterations finished so far; after the network session closed. */
+        Checkpoint reached() {
+            if (booster == null || iterations == from.iterations()) {
+                return from;
+            }
+            return new Checkpoint(booster.modelString(iterations), iterations);
+        }
+
+        @Override
+        public void close() {
+            try {
+                if (booster != null) {
+                    booster.close();
+                }
+            } finally {
+                if (dataset != null) {
+                    dataset.close();
+                }
             }
         }
+    }
+
+    /** Raw scores as predicted (row by row, every class of a row together) as init scores (class by class). */
+    static double[] groupedByClass(double[] raw, int rows) {
+        int classes = raw.length / rows;
+        if (classes == 1) {
+            return raw;
+        }
+        double[] out = new double[raw.length];
+        for (int i = 0; i < rows; i++) {
+            for (int c = 0; c < classes; c++) {
+                out[c * rows + i] = raw[i * classes + c];
+            }
+        }
+        return out;
     }
 
     /** {@code params} with the distributed settings added where missing; checks a given {@code num_machines}. */
@@ -201,7 +294,7 @@ public final class PanamaxLightGbm {
      * Every rank's column count, row count and parameter hash, gathered; throws on every rank alike when they
      * do not fit together.
      */
-    private static void checkRanksAgree(Communicator comm, LocalData data, String params) {
+    static void checkRanksAgree(Communicator comm, LocalData data, String params) {
         int n = comm.size();
         long[] all = new long[3 * n];
         try (Arena arena = Arena.ofConfined()) {

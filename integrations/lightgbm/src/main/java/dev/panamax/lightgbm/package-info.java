@@ -5,7 +5,8 @@
  * and {@link dev.panamax.lightgbm.Booster} own its handles. {@link dev.panamax.lightgbm.NetworkSession} joins the
  * calling thread to a distributed job: through LightGBM's own sockets, or through a
  * {@link dev.panamax.lightgbm.LightGbmNetwork} (for example {@link dev.panamax.lightgbm.CommunicatorNetwork})
- * that LightGBM calls back for its reduce-scatter and all-gather.
+ * that LightGBM calls back for its reduce-scatter and all-gather. {@link dev.panamax.lightgbm.PanamaxLightGbm}
+ * trains in one call; {@link dev.panamax.lightgbm.ElasticLightGbm} does so surviving lost ranks.
  *
  * <p>LightGBM keeps its network state per thread: each rank trains on the thread that opened its session.
  */

@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntUnaryOperator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -105,6 +106,56 @@ class LightGbmProcessTest {
             assertTrue(seconds < TIMEOUT_SECONDS / 4.0, "the others failed after " + seconds + " s, not at once");
         } finally {
             destroy(ranks);
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"shm", "tcp"})
+    void elasticTrainingGoesOnWithoutARankKilledMidTraining(String transport) throws Exception {
+        // 4 processes, 8 iterations of 200 ms or more; rank 2 is killed after its third.
+        List<Running> ranks = startJob(4, Map.of("PANAMAX_TRANSPORT", transport), "8", "200", "elastic");
+        try {
+            Running victim = ranks.get(2);
+            assertTrue(victim.awaitLine("ITERATION 3", Duration.ofSeconds(60)), "rank 2 trains: " + victim.lines());
+            victim.process().destroyForcibly();
+            String recovery = null;
+            String trees = null;
+            for (int r : new int[] {0, 1, 3}) {
+                Running rank = ranks.get(r);
+                assertEquals(0, rank.awaitExit(WAIT), "rank " + r + ": " + rank.lines());
+                String mine = rank.line("RECOVERY ");
+                assertTrue(mine != null && mine.matches("RECOVERY [34] 4 3 \\[2\\] .*"), "rank " + r + ": " + mine);
+                recovery = recovery == null ? mine.substring(0, mine.indexOf(']')) : recovery;
+                assertEquals(recovery, mine.substring(0, mine.indexOf(']')), "rank " + r);
+                trees = trees == null ? rank.line("TREES ") : trees;
+                assertEquals(trees, rank.line("TREES "), "the same model on rank " + r);
+            }
+            // The model of the k iterations that 4 ranks finished, continued over the survivors' rows.
+            int k = Integer.parseInt(recovery.split(" ")[1]);
+            assertEquals("TREES " + Integer.toHexString(PanamaxLightGbmTest.trees(continuedOverSurvivors(k, 8))
+                    .hashCode()), trees);
+        } finally {
+            destroy(ranks);
+        }
+    }
+
+    /** The model of {@code k} iterations on 4 in-JVM ranks continued to {@code total} on the parts of 0, 1, 3. */
+    private static String continuedOverSurvivors(int k, int total) {
+        int[] parts = {0, 1, 3};
+        PanamaxLightGbm.Checkpoint checkpoint = new PanamaxLightGbm.Checkpoint(onThreads(4, r -> r, k,
+                PanamaxLightGbm.Checkpoint.NONE), k);
+        return onThreads(3, r -> parts[r], total, checkpoint);
+    }
+
+    private static String onThreads(int n, IntUnaryOperator part, int iterations,
+            PanamaxLightGbm.Checkpoint from) {
+        List<Communicator> comms = Panamax.local(n, TIMEOUT_SECONDS * 1_000_000_000L);
+        try {
+            return RankThreads.onEach(comms, c -> PanamaxLightGbm.train(c, PanamaxLightGbmTest.PARAMS,
+                    PanamaxLightGbmTest.part(part.applyAsInt(c.rank()), 4), iterations, (i, nanos, booster) -> { },
+                    PanamaxLightGbm.Network.PANAMAX, from)).getFirst();
+        } finally {
+            RankThreads.closeAll(comms);
         }
     }
 
