@@ -19,9 +19,8 @@ final class Bf16Compression implements GradientCompression {
     private final float[] floats = new float[CHUNK];
     private final short[] shorts = new short[CHUNK];
 
-    /** The bfloat16 copy of the bucket that crosses the network, from {@link #owner}'s allocator; grown on demand. */
-    private MemorySegment wire;
-    private Communicator owner;
+    /** The bfloat16 copy of the bucket that crosses the network. */
+    private final WireBuffer wire = new WireBuffer();
 
     @Override
     public void requireSupported(DataType type) {
@@ -40,7 +39,7 @@ final class Bf16Compression implements GradientCompression {
         if (count == 0) {
             return; // every rank has the same buckets, so every rank skips this one
         }
-        MemorySegment w = wire(comm, 2 * count);
+        MemorySegment w = wire.get(comm, 2 * count);
         boolean wide = type == DataType.FLOAT64;
         // Converted in chunks through heap arrays: loops over arrays compile to far tighter code than
         // element-wise segment accesses (the same reason the float16 reduction kernels stage).
@@ -80,26 +79,9 @@ final class Bf16Compression implements GradientCompression {
         }
     }
 
-    private MemorySegment wire(Communicator comm, long byteSize) {
-        if (wire == null || wire.byteSize() < byteSize || owner != comm) {
-            close();
-            wire = comm.allocate(Math.max(4096, byteSize));
-            owner = comm;
-        }
-        return wire.asSlice(0, byteSize);
-    }
-
     @Override
     public void close() {
-        if (wire != null) {
-            try {
-                owner.free(wire);
-            } catch (RuntimeException ignored) {
-                // the communicator was closed first, which freed it
-            }
-            wire = null;
-            owner = null;
-        }
+        wire.close();
     }
 
     @Override

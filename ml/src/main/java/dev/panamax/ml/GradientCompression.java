@@ -11,7 +11,7 @@ import java.lang.foreign.MemorySegment;
  * fused into one buffer): the hook runs the all-reduce itself, as PyTorch DDP's communication hooks do, so that it
  * can compress the bucket before and restore it after, or run several collectives where a method needs them.
  * {@link #none()} all-reduces the bucket as it is; {@link #bf16()} sends float32 (or float64) gradients as
- * bfloat16, half (a quarter) of the bytes on the wire.
+ * bfloat16, half (a quarter) of the bytes on the wire; {@link #powerSgd(int)} sends a low-rank approximation.
  *
  * <p>The synchronizer calls the hook on its background thread only, one bucket at a time, the same buckets in the
  * same order on every rank, and closes it with itself ({@link #close()} frees what the hook holds).
@@ -50,5 +50,27 @@ public interface GradientCompression extends AutoCloseable {
      */
     static GradientCompression bf16() {
         return new Bf16Compression();
+    }
+
+    /**
+     * PowerSGD of rank {@code rank} with error feedback and warm start (as PyTorch's {@code
+     * batched_powerSGD_hook}): each float32 or float64 bucket is seen as a square matrix and all-reduced as a
+     * rank-{@code rank} approximation, two all-reduces of {@code 2 * rank * ceil(sqrt(count))} elements in all
+     * instead of {@code count}; what the approximation leaves out of a rank's bucket is added to its next
+     * gradient, so nothing is lost, only delayed. Buckets that would not shrink at least twofold are all-reduced
+     * as they are. Every rank gets the same result. One instance per synchronizer: it keeps each bucket's state
+     * (its error, P and Q; as much memory as the gradients, in float64) from step to step, known by the bucket's
+     * address and count.
+     */
+    static GradientCompression powerSgd(int rank) {
+        return new PowerSgdCompression(rank, 0);
+    }
+
+    /**
+     * As {@link #powerSgd(int)}, with each bucket's first {@code uncompressedSteps} all-reduces plain (PyTorch's
+     * {@code start_powerSGD_iter}: the early steps, where gradients change fast, uncompressed).
+     */
+    static GradientCompression powerSgd(int rank, int uncompressedSteps) {
+        return new PowerSgdCompression(rank, uncompressedSteps);
     }
 }

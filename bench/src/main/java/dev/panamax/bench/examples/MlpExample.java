@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import java.util.function.IntConsumer;
+import java.util.function.Supplier;
 
 /**
  * Data-parallel training in plain Java with a {@link GradientSynchronizer}: a one-hidden-layer
@@ -386,8 +387,8 @@ public final class MlpExample {
      * {@code --policy wfbp|mg_wfbp|asc_wfbp} (default asc_wfbp), {@code --steps N}, {@code --features F},
      * {@code --hidden H} (the model's size), {@code --sharded} (a ZeRO-2 {@link ShardedOptimizer}),
      * {@code --zero 1|2}, {@code --optimizer sgd|momentum|adam} (with the sharded optimizer),
-     * {@code --compression bf16} (gradients all-reduced as bfloat16, then the same run uncompressed: both loss
-     * curves and times per step).
+     * {@code --compression bf16|powersgd:R} (gradients all-reduced as bfloat16, or as PowerSGD's rank-R
+     * approximation, then the same run uncompressed: both loss curves and times per step).
      */
     public static void main(String[] args) {
         SyncPolicy policy = SyncPolicy.ASC_WFBP;
@@ -415,7 +416,7 @@ public final class MlpExample {
                 case "--compression" -> compression = args[++i];
                 default -> throw new IllegalArgumentException("unknown option " + args[i]
                         + " (known: --policy, --steps, --features, --hidden, --sharded, --zero 1|2, "
-                        + "--optimizer sgd|momentum|adam, --compression bf16)");
+                        + "--optimizer sgd|momentum|adam, --compression bf16|powersgd:R)");
             }
         }
         if (stage != null) {
@@ -442,35 +443,45 @@ public final class MlpExample {
     }
 
     /**
-     * {@code --compression bf16}: trains with the gradients all-reduced as bfloat16, then again uncompressed
+     * {@code --compression bf16|powersgd:R}: trains with the gradients compressed, then again uncompressed
      * (float64, as they are), on the same ranks; rank 0 prints both loss curves and the time per step.
      */
     private static void mainCompressed(Config c, String name) {
-        if (!name.equals("bf16")) {
-            throw new IllegalArgumentException("--compression bf16, not " + name);
-        }
+        Supplier<GradientCompression> hook = compression(name);
         int every = Math.max(1, c.steps() / 6);
         try (Communicator comm = Panamax.fromEnvironment()) {
             // A short run of each first, so that neither timed run pays for the JIT's warm-up.
             Config warmUp = new Config(c.features(), c.hidden(), c.samples(), c.globalBatch(), Math.min(30, c.steps()),
                     c.learningRate(), c.seed());
-            trainCompressed(comm, warmUp, GradientCompression.bf16(), warmUp.steps());
+            trainCompressed(comm, warmUp, hook.get(), warmUp.steps());
             trainCompressed(comm, warmUp, GradientCompression.none(), warmUp.steps());
-            Curve compressed = trainCompressed(comm, c, GradientCompression.bf16(), every);
+            Curve compressed = trainCompressed(comm, c, hook.get(), every);
             Curve plain = trainCompressed(comm, c, GradientCompression.none(), every);
             if (comm.rank() != 0) {
                 return;
             }
-            System.out.printf(Locale.ROOT, "ranks %d, WFBP, %d steps of global batch %d: gradients as bf16 %.3f "
-                    + "ms/step, as float64 %.3f ms/step%n", comm.size(), c.steps(), c.globalBatch(),
+            System.out.printf(Locale.ROOT, "ranks %d, WFBP, %d steps of global batch %d: gradients as %s %.3f "
+                    + "ms/step, as float64 %.3f ms/step%n", comm.size(), c.steps(), c.globalBatch(), name,
                     compressed.seconds() * 1e3 / c.steps(), plain.seconds() * 1e3 / c.steps());
             for (int k = 0; k < compressed.losses().size(); k++) {
-                System.out.printf(Locale.ROOT, "step %d loss bf16=%.10f float64=%.10f%n", (k + 1) * every,
+                System.out.printf(Locale.ROOT, "step %d loss %s=%.10f float64=%.10f%n", (k + 1) * every, name,
                         compressed.losses().get(k), plain.losses().get(k));
             }
-            System.out.printf(Locale.ROOT, "loss bf16=%.10f float64=%.10f%n", compressed.finalLoss(),
+            System.out.printf(Locale.ROOT, "loss %s=%.10f float64=%.10f%n", name, compressed.finalLoss(),
                     plain.finalLoss());
         }
+    }
+
+    /** The hook {@code --compression} names: {@code bf16}, or {@code powersgd:R} (PowerSGD of rank R). */
+    static Supplier<GradientCompression> compression(String name) {
+        if (name.equals("bf16")) {
+            return GradientCompression::bf16;
+        }
+        if (name.matches("powersgd:[1-9][0-9]*")) {
+            int rank = Integer.parseInt(name.substring(name.indexOf(':') + 1));
+            return () -> GradientCompression.powerSgd(rank);
+        }
+        throw new IllegalArgumentException("--compression bf16 or powersgd:R (R the rank, 1 or more), not " + name);
     }
 
     /**
