@@ -41,6 +41,20 @@ public interface Communicator extends AutoCloseable {
     }
 
     /**
+     * All-reduce of float32 or float64 data ({@code type}) sent on the wire as {@code wireType}, bfloat16 or
+     * float16 (half the bytes of float32, a quarter of float64), with every partial result kept in {@code type}:
+     * each rank's values are rounded to the wire type once, reduced in {@code type} in rank order (an average is
+     * divided there too), and the result rounded to the wire type once, whatever the rank count (a direct
+     * reduce-scatter and an all-gather of wire-type blocks). So each element is within about {@code 2 u}
+     * (relative) of the exact reduction of its inputs as rounded, u the wire type's unit roundoff (2^-8 for
+     * bfloat16, 2^-11 for float16), against {@code (size - 1) u} and more for a ring all-reduce in the wire type.
+     * float16 saturates to infinity above 65504: scale the data first. The same bits on every rank and every run.
+     * A {@code wireType} equal to {@code type} is the plain {@link #allReduce}.
+     */
+    void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, DataType wireType,
+            ReduceOp op);
+
+    /**
      * Several in-place all-reduces run at once: {@code buffers.get(j)} is all-reduced over its first
      * {@code counts[j]} elements, every rank passing the same counts in the same order. Their
      * schedules run interleaved (stage i of each together, every transfer of a round posted at

@@ -5,8 +5,10 @@ import jdk.incubator.vector.DoubleVector;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.LongVector;
+import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
 import jdk.incubator.vector.VectorSpecies;
 
 import java.lang.foreign.MemorySegment;
@@ -413,6 +415,55 @@ final class VectorKernels {
             IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
             IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
             packBf16(lowBf16(p).max(lowBf16(q)), highBf16(p).max(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    // bfloat16 <-> float32 conversions (Conversions): a short vector of half the int vector's bits holds as many
+    // lanes, so one int vector of float bits narrows to one short vector, and back.
+    private static final VectorSpecies<Short> HALF_SHORTS =
+            VectorSpecies.of(short.class, VectorShape.forBitSize(I.vectorBitSize() / 2));
+
+    /** dst (bfloat16) = src (float32) rounded, on a prefix of {@code count}; returns the elements done. */
+    static long narrowBf16(MemorySegment src, MemorySegment dst, long count) {
+        int step = I.length();
+        long end = count - count % step;
+        for (long i = 0; i < end; i += step) {
+            FloatVector x = FloatVector.fromMemorySegment(F, src, 4 * i, NATIVE);
+            roundBf16(x).lanewise(VectorOperators.LSHR, 16).convertShape(VectorOperators.I2S, HALF_SHORTS, 0)
+                    .intoMemorySegment(dst, 2 * i, NATIVE);
+        }
+        return end;
+    }
+
+    private static FloatVector widenBf16(MemorySegment src, long i) {
+        return ((IntVector) ShortVector.fromMemorySegment(HALF_SHORTS, src, 2 * i, NATIVE)
+                .convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+    }
+
+    /** dst (float32) = src (bfloat16) widened, on a prefix of {@code count}; returns the elements done. */
+    static long widenBf16(MemorySegment src, MemorySegment dst, long count) {
+        int step = I.length();
+        long end = count - count % step;
+        for (long i = 0; i < end; i += step) {
+            widenBf16(src, i).intoMemorySegment(dst, 4 * i, NATIVE);
+        }
+        return end;
+    }
+
+    /** acc (float32) = acc op src (bfloat16, widened), on a prefix of {@code count}; returns the elements done. */
+    static long accumulateBf16(ReduceOp op, MemorySegment src, MemorySegment acc, long count) {
+        VectorOperators.Binary lanewise = switch (op) {
+            case SUM, AVG -> VectorOperators.ADD;
+            case PROD -> VectorOperators.MUL;
+            case MIN -> VectorOperators.MIN;
+            case MAX -> VectorOperators.MAX;
+        };
+        int step = I.length();
+        long end = count - count % step;
+        for (long i = 0; i < end; i += step) {
+            FloatVector.fromMemorySegment(F, acc, 4 * i, NATIVE).lanewise(lanewise, widenBf16(src, i))
+                    .intoMemorySegment(acc, 4 * i, NATIVE);
         }
         return end;
     }

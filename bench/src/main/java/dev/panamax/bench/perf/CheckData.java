@@ -17,12 +17,19 @@ import java.lang.foreign.MemorySegment;
 public final class CheckData {
     private final PerfCollective collective;
     private final DataType type;
+    private final DataType wire;
     private final ReduceOp op;
     private final int ranks;
     private final int root;
     private final MemorySegment scratch = Arena.ofAuto().allocate(8, 8);
 
     public CheckData(PerfCollective collective, DataType type, ReduceOp op, int ranks, int root) {
+        this(collective, type, op, ranks, root, null);
+    }
+
+    /** As the other constructor; results travelled as {@code wireType} (null: as the type), so they are that exact. */
+    public CheckData(PerfCollective collective, DataType type, ReduceOp op, int ranks, int root, DataType wireType) {
+        this.wire = wireType;
         this.collective = collective;
         this.type = type;
         this.op = collective.reduces() ? op : null;
@@ -80,7 +87,7 @@ public final class CheckData {
             return 0;
         }
         long elements = collective == PerfCollective.ALLGATHER ? count * ranks : count;
-        double tolerance = tolerance(type);
+        double tolerance = tolerance(wire != null ? wire : type);
         long wrong = 0;
         for (long i = 0; i < elements; i++) {
             double want = representable(expected(rank, count, i));

@@ -5,6 +5,7 @@ import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.TransportKind;
 import dev.panamax.collectives.algorithms.Algorithms;
 import dev.panamax.collectives.schedule.Problem;
+import dev.panamax.memory.Conversions;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import picocli.CommandLine.Command;
@@ -82,6 +83,11 @@ public final class PerfCommand implements Callable<Integer> {
                     "float32|float, float64|double, float16|half, bfloat16|bf16, int32|int, int64, int8, uint8 "
                             + "(default: ${DEFAULT-VALUE})")
     String datatype;
+
+    @Option(names = {"--wire"}, paramLabel = "TYPE",
+            description = "all-reduce only: float32 or float64 data sent on the wire as bfloat16 or float16, partial "
+                    + "results kept in the data type (default: the data type)")
+    String wire;
 
     @Option(names = {"-o", "--op"}, paramLabel = "OP", defaultValue = "sum",
             description = "sum, prod, min, max or avg (default: ${DEFAULT-VALUE})")
@@ -289,8 +295,13 @@ public final class PerfCommand implements Callable<Integer> {
         if (plot != null) {
             Plot.checkFile(plot);
         }
+        DataType wireType = wire == null ? null : DataType.parse(wire);
+        if (wireType != null && (c != PerfCollective.ALLREDUCE || !Conversions.isNarrowing(type, wireType))) {
+            throw new IllegalArgumentException("--wire " + wire + ": all-reduce of float32 or float64 data on a "
+                    + "bfloat16 or float16 wire only, not " + c.cliName() + " of " + type.canonicalName());
+        }
         config = new PerfConfig(c, type, reduceOp, root, sizes, iters, warmup, check == 1, userBuffers, jitWarmup, algs,
-                topology);
+                topology, wireType);
     }
 
     /**

@@ -22,10 +22,12 @@ import java.util.Locale;
  * collective's code
  * @param algorithms  the algorithms to sweep, one after the other ({@code auto}: the planner's choice per size)
  * @param topology    the {@code --topology} spec every rank sets, or null for the communicator's own
+ * @param wireType    the all-reduce's wire type ({@code --wire}), or null for the data type
  */
 public record PerfConfig(PerfCollective collective, DataType type, ReduceOp op, int root, List<Long> sizes, int iters,
         int warmup,
-                         boolean check, boolean userBuffers, int jitWarmup, List<String> algorithms, String topology) {
+                         boolean check, boolean userBuffers, int jitWarmup, List<String> algorithms, String topology,
+                         DataType wireType) {
 
     public PerfConfig {
         sizes = List.copyOf(sizes);
@@ -33,6 +35,11 @@ public record PerfConfig(PerfCollective collective, DataType type, ReduceOp op, 
         if (algorithms.isEmpty()) {
             throw new IllegalArgumentException("no algorithm to run");
         }
+    }
+
+    /** The type column: the data type, and the wire type after a slash when it differs ({@code float32/bfloat16}). */
+    public String typeName() {
+        return type.canonicalName() + (wireType == null ? "" : "/" + wireType.canonicalName());
     }
 
     /** The operator column: the operator's name, or {@code none} for broadcast and all-gather. */

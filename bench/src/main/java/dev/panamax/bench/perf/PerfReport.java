@@ -47,7 +47,7 @@ final class PerfReport {
         StringBuilder sb = new StringBuilder("# panamax-perf ").append(c.cliName()).append(": np ").append(cmd.ranks)
                 .append(", transport ").append(cmd.transport).append(", algorithm ")
                 .append(String.join(",", config.algorithms()))
-                .append(", type ").append(config.type().canonicalName())
+                .append(", type ").append(config.typeName())
                 .append(", op ").append(config.redopName());
         if (c.rooted()) {
             sb.append(", root ").append(config.root());
@@ -153,7 +153,7 @@ final class PerfReport {
         if (cmd.plot != null) {
             try {
                 String title = config.collective().cliName() + ", np " + cmd.ranks + ", " + cmd.transport + ", "
-                        + config.type().canonicalName()
+                        + config.typeName()
                         + (config.topology() != null ? ", topology " + config.topology() : "");
                 Plot.write(cmd.plot, groups, cmd.metric, title);
                 out.println("# plot: " + cmd.plot);
@@ -197,7 +197,7 @@ final class PerfReport {
         env.put("transport", cmd.transport);
         env.put("links", links);
         env.put("np", cmd.ranks);
-        env.put("type", config.type().canonicalName());
+        env.put("type", config.typeName());
         env.put("op", config.redopName());
         if (config.collective().rooted()) {
             env.put("root", config.root());

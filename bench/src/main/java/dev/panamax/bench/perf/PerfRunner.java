@@ -119,7 +119,7 @@ public final class PerfRunner {
             stats.setAlgorithm(Collective.ALL_REDUCE, "ring");
             Buffers b = new Buffers(t, statsBuffer(arena, stats, 16 * Double.BYTES),
                     statsBuffer(arena, stats, Long.BYTES), stats);
-            CheckData check = new CheckData(c, config.type(), config.op(), ranks, config.root());
+            CheckData check = new CheckData(c, config.type(), config.op(), ranks, config.root(), config.wireType());
             List<Row> rows = new ArrayList<>();
             for (String alg : config.algorithms()) {
                 t.select(alg);
@@ -192,7 +192,11 @@ public final class PerfRunner {
 
         @Override
         public void run(long count) {
-            config.collective().run(comm, send, recv, count, config.type(), config.op(), config.root());
+            if (config.wireType() != null) {
+                comm.allReduce(send, recv, count, config.type(), config.wireType(), config.op());
+            } else {
+                config.collective().run(comm, send, recv, count, config.type(), config.op(), config.root());
+            }
         }
 
         @Override

@@ -189,4 +189,23 @@ class PerfAlgorithmsTest {
         assertEquals(1, f.r2(), 1e-9);
         assertEquals(2.5, Calibration.median(new long[] {4, 1, 3, 2}));
     }
+
+    @Test
+    void aSixteenBitWireIsCheckedAndNamedAndOnlyForFloatAllReduces() {
+        for (String op : new String[] {"sum", "avg", "max"}) {
+            Result r = run("allreduce", "-t", "local", "-np", "3", "--wire", "bfloat16", "-o", op, "-c", "1", "-b",
+                    "12", "-e", "48K", "-f", "4", "-n", "2", "-w", "1", "--jit-warmup", "10");
+            assertEquals(0, r.status(), r.out() + r.err());
+            assertTrue(r.out().contains("type float32/bfloat16"), r.out());
+            for (String[] row : rows(r.out())) {
+                assertEquals("0", row[7], "#wrong of " + String.join(" ", row));
+            }
+        }
+        Result gather = run("allgather", "-t", "local", "-np", "2", "--wire", "bfloat16", "-b", "8", "-e", "8");
+        assertTrue(gather.status() != 0 && gather.err().contains("--wire bfloat16: all-reduce of float32 or float64"),
+                gather.err());
+        Result ints = run("allreduce", "-t", "local", "-np", "2", "-d", "int32", "--wire", "float16", "-b", "8", "-e",
+                "8");
+        assertTrue(ints.status() != 0 && ints.err().contains("not allreduce of int32"), ints.err());
+    }
 }

@@ -19,6 +19,7 @@ import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Segments;
 import dev.panamax.collectives.schedule.Problem;
 import dev.panamax.collectives.schedule.Schedule;
+import dev.panamax.memory.Conversions;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
@@ -52,6 +53,8 @@ public final class CommunicatorImpl implements Communicator {
     private final ScratchBuffers scratch;
     /** The v-variants' slots, apart from the schedules' scratch; guarded by {@code variableBlocks}. */
     private final ScratchBuffers variableScratch;
+    private final ScratchBuffers wireScratch;
+    private final WireTypeAllReduce wireTypeAllReduce;
     private final VariableBlocks variableBlocks;
     private final ScheduleExecutor executor;
     private final CommunicatorFamily family;
@@ -126,6 +129,8 @@ public final class CommunicatorImpl implements Communicator {
                 links);
         this.scratch = new ScratchBuffers(allocator);
         this.variableScratch = new ScratchBuffers(allocator);
+        this.wireScratch = new ScratchBuffers(allocator);
+        this.wireTypeAllReduce = new WireTypeAllReduce(this, wireScratch);
         this.variableBlocks = new VariableBlocks(this, variableScratch);
         this.id = CommunicatorMBean.nextId();
         this.executor = new ScheduleExecutor(links, loop, scratch, id, registrar);
@@ -160,6 +165,22 @@ public final class CommunicatorImpl implements Communicator {
         checks.allReduce(send, recv, count, type, op);
         Schedule s = plans.plan(Collective.ALL_REDUCE, count, type, 0);
         runInIssueOrder(() -> runSchedule(s, send, recv, type, op));
+    }
+
+    @Override
+    public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, DataType wireType,
+            ReduceOp op) {
+        Objects.requireNonNull(wireType, "wireType");
+        if (wireType == type) {
+            allReduce(send, recv, count, type, op);
+            return;
+        }
+        if (!Conversions.isNarrowing(type, wireType)) {
+            throw new IllegalArgumentException("allReduce: " + type.canonicalName() + " data goes on the wire as "
+                    + "itself, or float32 and float64 as bfloat16 or float16, not as " + wireType.canonicalName());
+        }
+        checks.allReduce(send, recv, count, type, op);
+        wireTypeAllReduce.run(send, recv, count, type, wireType, op);
     }
 
     @Override
@@ -645,6 +666,9 @@ public final class CommunicatorImpl implements Communicator {
                 scratch.release();
                 synchronized (variableBlocks) {
                     variableScratch.release();
+                }
+                synchronized (wireTypeAllReduce) {
+                    wireScratch.release();
                 }
             }
             allocator.close();
