@@ -24,18 +24,12 @@ final class Bf16Compression implements GradientCompression {
 
     @Override
     public void requireSupported(DataType type) {
-        if (type != DataType.FLOAT32 && type != DataType.FLOAT64) {
-            throw new IllegalArgumentException("bf16 compression carries float32 or float64 gradients, not "
-                    + type.canonicalName());
-        }
+        FloatBuckets.requireFloat("bf16", type);
     }
 
     @Override
     public void allReduce(Communicator comm, MemorySegment bucket, long count, DataType type, ReduceOp op) {
-        requireSupported(type);
-        if (op != ReduceOp.SUM && op != ReduceOp.AVG) {
-            throw new IllegalArgumentException("bf16 compression sums or averages, not " + op);
-        }
+        FloatBuckets.requireFloatSumOrAverage("bf16", type, op);
         if (count == 0) {
             return; // every rank has the same buckets, so every rank skips this one
         }

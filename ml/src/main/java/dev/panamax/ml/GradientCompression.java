@@ -53,6 +53,17 @@ public interface GradientCompression extends AutoCloseable {
     }
 
     /**
+     * float32 or float64 gradients sent as {@code wire} (bfloat16 or float16) with every partial sum kept in the
+     * gradients' own type: the communicator's {@link Communicator#allReduce(MemorySegment, MemorySegment, long,
+     * DataType, DataType, ReduceOp) all-reduce with a wire type}. The bytes of {@link #bf16()}, with each element
+     * rounded twice (its inputs, then the result) whatever the rank count, where {@code bf16()} rounds every
+     * partial sum.
+     */
+    static GradientCompression onWire(DataType wire) {
+        return new WireTypeCompression(wire);
+    }
+
+    /**
      * PowerSGD of rank {@code rank} with error feedback and warm start (as PyTorch's {@code
      * batched_powerSGD_hook}): each float32 or float64 bucket is seen as a square matrix and all-reduced as a
      * rank-{@code rank} approximation, two all-reduces of {@code 2 * rank * ceil(sqrt(count))} elements in all

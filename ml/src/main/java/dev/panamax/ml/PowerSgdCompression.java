@@ -80,18 +80,12 @@ final class PowerSgdCompression implements GradientCompression {
 
     @Override
     public void requireSupported(DataType type) {
-        if (type != DataType.FLOAT32 && type != DataType.FLOAT64) {
-            throw new IllegalArgumentException("PowerSGD compression carries float32 or float64 gradients, not "
-                    + type.canonicalName());
-        }
+        FloatBuckets.requireFloat("PowerSGD", type);
     }
 
     @Override
     public void allReduce(Communicator comm, MemorySegment bucket, long count, DataType type, ReduceOp op) {
-        requireSupported(type);
-        if (op != ReduceOp.SUM && op != ReduceOp.AVG) {
-            throw new IllegalArgumentException("PowerSGD compression sums or averages, not " + op);
-        }
+        FloatBuckets.requireFloatSumOrAverage("PowerSGD", type, op);
         if (count == 0) {
             return;
         }

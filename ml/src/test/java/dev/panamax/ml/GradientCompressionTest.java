@@ -1,6 +1,7 @@
 package dev.panamax.ml;
 
 import dev.panamax.memory.DataType;
+import dev.panamax.memory.Half;
 import dev.panamax.memory.ReduceOp;
 import org.junit.jupiter.api.Test;
 
@@ -143,5 +144,53 @@ class GradientCompressionTest {
             }
             assertEquals(sum / 3, results.getFirst()[j], 1e-6f * Math.max(1, Math.abs(sum)));
         }
+    }
+
+    @Test
+    void onWireSumsTheRoundedInputsWithOneMoreRounding() {
+        for (int n = 1; n <= 4; n++) {
+            for (ReduceOp op : new ReduceOp[]{ReduceOp.SUM, ReduceOp.AVG}) {
+                for (long count : COUNTS) {
+                    int ranks = n;
+                    List<float[]> results = LocalRanks.run(n, comm -> {
+                        try (Arena arena = Arena.ofShared();
+                             GradientCompression hook = GradientCompression.onWire(DataType.BFLOAT16)) {
+                            MemorySegment bucket = arena.allocate(Math.max(4, 4 * count), 64);
+                            for (long j = 0; j < count; j++) {
+                                bucket.setAtIndex(ValueLayout.JAVA_FLOAT, j, input(comm.rank(), j));
+                            }
+                            hook.allReduce(comm, bucket, count, DataType.FLOAT32, op);
+                            return bucket.asSlice(0, 4 * count).toArray(ValueLayout.JAVA_FLOAT);
+                        }
+                    });
+                    for (float[] r : results) {
+                        assertArrayEquals(results.getFirst(), r, "every rank gets the same bits");
+                    }
+                    double divisor = op == ReduceOp.AVG ? ranks : 1;
+                    for (int j = 0; j < count; j++) {
+                        double want = 0;
+                        double magnitude = 0;
+                        for (int r = 0; r < ranks; r++) {
+                            double x = Half.bfloat16ToFloat(Half.floatToBfloat16(input(r, j)));
+                            want += x;
+                            magnitude += Math.abs(x);
+                        }
+                        want /= divisor;
+                        // The result's own rounding to bfloat16, and the float32 sum's.
+                        double tolerance = Math.pow(2, -8) * Math.abs(want) + ranks * Math.pow(2, -24) * magnitude;
+                        float got = results.getFirst()[j];
+                        assertTrue(Math.abs(got - want) <= tolerance, ranks + " ranks " + op + " count " + count
+                                + " element " + j + ": " + got + ", reference " + want);
+                    }
+                }
+            }
+        }
+        IllegalArgumentException wire = assertThrows(IllegalArgumentException.class,
+                () -> GradientCompression.onWire(DataType.INT8));
+        assertTrue(wire.getMessage().contains("int8"), wire.getMessage());
+        IllegalArgumentException type = assertThrows(IllegalArgumentException.class,
+                () -> GradientCompression.onWire(DataType.FLOAT16).requireSupported(DataType.INT32));
+        assertTrue(type.getMessage().contains("float16-wire compression") && type.getMessage().contains("int32"),
+                type.getMessage());
     }
 }

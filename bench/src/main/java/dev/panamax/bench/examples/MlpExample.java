@@ -387,8 +387,9 @@ public final class MlpExample {
      * {@code --policy wfbp|mg_wfbp|asc_wfbp} (default asc_wfbp), {@code --steps N}, {@code --features F},
      * {@code --hidden H} (the model's size), {@code --sharded} (a ZeRO-2 {@link ShardedOptimizer}),
      * {@code --zero 1|2}, {@code --optimizer sgd|momentum|adam} (with the sharded optimizer),
-     * {@code --compression bf16|powersgd:R} (gradients all-reduced as bfloat16, or as PowerSGD's rank-R
-     * approximation, then the same run uncompressed: both loss curves and times per step).
+     * {@code --compression bf16|bf16-wire|powersgd:R} (gradients all-reduced as bfloat16, on a bfloat16 wire with
+     * float64 sums, or as PowerSGD's rank-R approximation, then the same run uncompressed: both loss curves and
+     * times per step).
      */
     public static void main(String[] args) {
         SyncPolicy policy = SyncPolicy.ASC_WFBP;
@@ -416,7 +417,7 @@ public final class MlpExample {
                 case "--compression" -> compression = args[++i];
                 default -> throw new IllegalArgumentException("unknown option " + args[i]
                         + " (known: --policy, --steps, --features, --hidden, --sharded, --zero 1|2, "
-                        + "--optimizer sgd|momentum|adam, --compression bf16|powersgd:R)");
+                        + "--optimizer sgd|momentum|adam, --compression bf16|bf16-wire|powersgd:R)");
             }
         }
         if (stage != null) {
@@ -443,7 +444,7 @@ public final class MlpExample {
     }
 
     /**
-     * {@code --compression bf16|powersgd:R}: trains with the gradients compressed, then again uncompressed
+     * {@code --compression bf16|bf16-wire|powersgd:R}: trains with the gradients compressed, then again uncompressed
      * (float64, as they are), on the same ranks; rank 0 prints both loss curves and the time per step.
      */
     private static void mainCompressed(Config c, String name) {
@@ -472,16 +473,23 @@ public final class MlpExample {
         }
     }
 
-    /** The hook {@code --compression} names: {@code bf16}, or {@code powersgd:R} (PowerSGD of rank R). */
+    /**
+     * The hook {@code --compression} names: {@code bf16}, {@code bf16-wire} (bfloat16 on the wire, sums in the
+     * gradients' type), or {@code powersgd:R} (PowerSGD of rank R).
+     */
     static Supplier<GradientCompression> compression(String name) {
         if (name.equals("bf16")) {
             return GradientCompression::bf16;
+        }
+        if (name.equals("bf16-wire")) {
+            return () -> GradientCompression.onWire(DataType.BFLOAT16);
         }
         if (name.matches("powersgd:[1-9][0-9]*")) {
             int rank = Integer.parseInt(name.substring(name.indexOf(':') + 1));
             return () -> GradientCompression.powerSgd(rank);
         }
-        throw new IllegalArgumentException("--compression bf16 or powersgd:R (R the rank, 1 or more), not " + name);
+        throw new IllegalArgumentException("--compression bf16, bf16-wire or powersgd:R (R the rank, 1 or more), not "
+                + name);
     }
 
     /**

@@ -16,6 +16,7 @@ import java.time.Duration;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Data-parallel training on 4 in-JVM ranks ends where single-process training on the same global batches does. */
@@ -158,5 +159,17 @@ class MlpExampleTest {
         }
         assertTrue(powerSgd.finalLoss() != reference.finalLoss(), "PowerSGD changed the sums");
         assertTrue(powerSgd.finalLoss() < 0.6, "and it learned: " + powerSgd.finalLoss());
+    }
+
+    @Test
+    void compressionNamesTheHooks() {
+        assertEquals("bf16", MlpExample.compression("bf16").get().toString());
+        assertEquals("bfloat16-wire", MlpExample.compression("bf16-wire").get().toString());
+        assertEquals("powersgd:3", MlpExample.compression("powersgd:3").get().toString());
+        for (String wrong : new String[] {"powersgd", "powersgd:0", "fp8"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> MlpExample.compression(wrong));
+            assertTrue(e.getMessage().contains("--compression bf16, bf16-wire or powersgd:R"), e.getMessage());
+        }
     }
 }
