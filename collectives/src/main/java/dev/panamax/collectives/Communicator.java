@@ -55,6 +55,17 @@ public interface Communicator extends AutoCloseable {
             ReduceOp op);
 
     /**
+     * Pre-multiplied sum (NCCL's {@code ncclRedOpCreatePreMulSum}): {@code recv[i] = sum over ranks r of
+     * scalar_r * send_r[i]}, each rank passing its own {@code scalar}, which multiplies its input as it enters the
+     * sum, in the type's precision (float32 by the scalar as a float32). Floating-point types only. The scaling
+     * is one pass over the data into {@code recv} before an in-place sum. With every scalar {@code 1 / size} it is
+     * an average whose inputs are scaled before they are added, so a float16 sum that would overflow does not;
+     * {@link ReduceOp#AVG} divides instead, once, the block each rank owns after the reduce-scatter (a pass over
+     * 1/size of the data), which is faster for large buffers (docs/results/numerics.md).
+     */
+    void allReducePreMulSum(MemorySegment send, MemorySegment recv, long count, DataType type, double scalar);
+
+    /**
      * Several in-place all-reduces run at once: {@code buffers.get(j)} is all-reduced over its first
      * {@code counts[j]} elements, every rank passing the same counts in the same order. Their
      * schedules run interleaved (stage i of each together, every transfer of a round posted at

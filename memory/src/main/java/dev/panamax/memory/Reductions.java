@@ -127,6 +127,39 @@ public final class Reductions {
         }
     }
 
+    /**
+     * {@code dst[i] = scalar * src[i]} for {@code count} floating-point elements ({@code dst} may be {@code src}):
+     * a pre-multiplied sum's scaling of each input, in the type's own precision (float32 multiplies by the scalar
+     * as a float32; the 16-bit types multiply in float and round to nearest-even).
+     *
+     * @throws IllegalArgumentException for an integer type
+     */
+    public static void scale(DataType type, MemorySegment dst, long dstOffset, MemorySegment src, long srcOffset,
+            long count, double scalar) {
+        scale(VECTOR, type, dst, dstOffset, src, srcOffset, count, scalar);
+    }
+
+    static void scale(boolean vector, DataType type, MemorySegment dst, long dstOffset, MemorySegment src,
+            long srcOffset, long count, double scalar) {
+        Objects.requireNonNull(type, "type");
+        if (!type.isFloatingPoint()) {
+            throw new IllegalArgumentException("scale: floating-point types only, not " + type.canonicalName());
+        }
+        long bytes = byteCount(type, count);
+        checkRange("dst", dst, dstOffset, bytes);
+        checkRange("src", src, srcOffset, bytes);
+        if (count == 0) {
+            return;
+        }
+        requireWritable("dst", dst);
+        MemorySegment d = dst.asSlice(dstOffset, bytes);
+        MemorySegment x = src.asSlice(srcOffset, bytes);
+        long done = vector ? VectorKernels.scale(type, d, x, bytes, scalar) : 0;
+        if (done < bytes) {
+            ScalarKernels.scale(type, d.asSlice(done), x.asSlice(done), (bytes - done) / type.byteSize(), scalar);
+        }
+    }
+
     private static long byteCount(DataType type, long count) {
         if (count < 0) {
             throw new IllegalArgumentException("element count must be >= 0: " + count);

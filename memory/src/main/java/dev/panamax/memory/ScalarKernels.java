@@ -159,6 +159,20 @@ final class ScalarKernels {
         }
     }
 
+    /** {@code d = scalar * x} for {@code n} floating-point elements, in the type's own precision. */
+    static void scale(DataType type, MemorySegment d, MemorySegment x, long n, double scalar) {
+        float f = (float) scalar;
+        switch (type) {
+            case FLOAT32 -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, x.getAtIndex(F32, i) * f); }
+            case FLOAT64 -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, x.getAtIndex(F64, i) * scalar); }
+            case FLOAT16 -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i,
+                    Float.floatToFloat16(Float.float16ToFloat(x.getAtIndex(I16, i)) * f)); }
+            case BFLOAT16 -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(bf16(x, i)
+                    * f)); }
+            default -> throw new IllegalArgumentException("scale: " + type.canonicalName());
+        }
+    }
+
     private static void f16Divide(MemorySegment s, long n, int divisor) {
         int c = (int) Math.min(n, F16_CHUNK);
         short[] p = new short[c];

@@ -129,6 +129,32 @@ final class VectorKernels {
         }
     }
 
+    /** {@code d = scalar * x} on a prefix of {@code bytes} (float32 and float64); returns the bytes done. */
+    static long scale(DataType type, MemorySegment d, MemorySegment x, long bytes, double scalar) {
+        switch (type) {
+            case FLOAT32 -> {
+                long step = F.vectorByteSize();
+                long end = bytes - bytes % step;
+                float factor = (float) scalar;
+                for (long o = 0; o < end; o += step) {
+                    FloatVector.fromMemorySegment(F, x, o, NATIVE).mul(factor).intoMemorySegment(d, o, NATIVE);
+                }
+                return end;
+            }
+            case FLOAT64 -> {
+                long step = D.vectorByteSize();
+                long end = bytes - bytes % step;
+                for (long o = 0; o < end; o += step) {
+                    DoubleVector.fromMemorySegment(D, x, o, NATIVE).mul(scalar).intoMemorySegment(d, o, NATIVE);
+                }
+                return end;
+            }
+            default -> {
+                return 0;
+            }
+        }
+    }
+
     private static long f32Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
         long step = F.vectorByteSize();
         long end = bytes - bytes % step;

@@ -179,6 +179,43 @@ class ReductionsTest {
         }
     }
 
+    @ParameterizedTest(name = "vector={0} {1}")
+    @MethodSource("divideCases")
+    void scaleMultipliesInTheTypesPrecision(boolean vector, DataType t) {
+        if (!t.isFloatingPoint()) {
+            MemorySegment s = Arena.ofAuto().allocate(64);
+            assertThrows(IllegalArgumentException.class, () -> Reductions.scale(vector, t, s, 0, s, 0, 4, 2));
+            return;
+        }
+        SplittableRandom rnd = new SplittableRandom(11 + t.ordinal());
+        for (double scalar : new double[]{1, 0.25, -3, 1.0 / 3}) {
+            for (long n : COUNTS) {
+                for (long off : new long[]{0, 3L * t.byteSize(), 1}) {
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment src = arena.allocate(n * t.byteSize() + 32);
+                        MemorySegment dst = arena.allocate(n * t.byteSize() + 32);
+                        fill(t, src, off, n, rnd);
+                        Reductions.scale(vector, t, dst, off, src, off, n, scalar);
+                        for (long i = 0; i < n; i++) {
+                            double x = t.getAsDouble(src, off, i);
+                            double want = switch (t) {
+                                case FLOAT64 -> x * scalar;
+                                case FLOAT32 -> (float) x * (float) scalar;
+                                case BFLOAT16 -> Half.bfloat16ToFloat(Half.floatToBfloat16((float) x * (float) scalar));
+                                default -> Float.float16ToFloat(Float.floatToFloat16((float) x * (float) scalar));
+                            };
+                            double got = t.getAsDouble(dst, off, i);
+                            if (Double.compare(want, got) != 0 && !(Double.isNaN(want) && Double.isNaN(got))) {
+                                fail(t + " * " + scalar + " n=" + n + " off=" + off + " element " + i + ": " + got
+                                        + " != " + want);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     static Stream<Arguments> divideCases() {
         return Stream.of(true, false).flatMap(v -> Stream.of(DataType.values()).map(t -> Arguments.of(v, t)));
     }

@@ -90,7 +90,8 @@ public final class PerfCommand implements Callable<Integer> {
     String wire;
 
     @Option(names = {"-o", "--op"}, paramLabel = "OP", defaultValue = "sum",
-            description = "sum, prod, min, max or avg (default: ${DEFAULT-VALUE})")
+            description = "sum, prod, min, max, avg, or premulsum (all-reduce: each input times 1/ranks, then "
+                    + "summed) (default: ${DEFAULT-VALUE})")
     String op;
 
     @Option(names = {"-r", "--root"}, paramLabel = "R", defaultValue = "0",
@@ -272,7 +273,8 @@ public final class PerfCommand implements Callable<Integer> {
             throw new IllegalArgumentException("-e " + maxBytes + " is smaller than -b " + minBytes);
         }
         DataType type = DataType.parse(datatype);
-        ReduceOp reduceOp = ReduceOp.parse(op);
+        boolean preMulSum = op.equalsIgnoreCase("premulsum");
+        ReduceOp reduceOp = preMulSum ? ReduceOp.AVG : ReduceOp.parse(op);
         Topology top = null;
         if (topology != null) {
             top = Topology.parse(topology);
@@ -300,8 +302,12 @@ public final class PerfCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--wire " + wire + ": all-reduce of float32 or float64 data on a "
                     + "bfloat16 or float16 wire only, not " + c.cliName() + " of " + type.canonicalName());
         }
+        if (preMulSum && (c != PerfCollective.ALLREDUCE || !type.isFloatingPoint() || wireType != null)) {
+            throw new IllegalArgumentException("-o premulsum: all-reduce of a floating-point type only, without "
+                    + "--wire");
+        }
         config = new PerfConfig(c, type, reduceOp, root, sizes, iters, warmup, check == 1, userBuffers, jitWarmup, algs,
-                topology, wireType);
+                topology, wireType, preMulSum);
     }
 
     /**

@@ -23,11 +23,13 @@ import java.util.Locale;
  * @param algorithms  the algorithms to sweep, one after the other ({@code auto}: the planner's choice per size)
  * @param topology    the {@code --topology} spec every rank sets, or null for the communicator's own
  * @param wireType    the all-reduce's wire type ({@code --wire}), or null for the data type
+ * @param preMulSum   {@code -o premulsum}: the all-reduce is {@code allReducePreMulSum} with scalar 1/ranks (an
+ *                    average; {@code op} is AVG for the check)
  */
 public record PerfConfig(PerfCollective collective, DataType type, ReduceOp op, int root, List<Long> sizes, int iters,
         int warmup,
                          boolean check, boolean userBuffers, int jitWarmup, List<String> algorithms, String topology,
-                         DataType wireType) {
+                         DataType wireType, boolean preMulSum) {
 
     public PerfConfig {
         sizes = List.copyOf(sizes);
@@ -44,7 +46,7 @@ public record PerfConfig(PerfCollective collective, DataType type, ReduceOp op, 
 
     /** The operator column: the operator's name, or {@code none} for broadcast and all-gather. */
     public String redopName() {
-        return collective.reduces() ? op.name().toLowerCase(Locale.ROOT) : "none";
+        return !collective.reduces() ? "none" : preMulSum ? "premulsum" : op.name().toLowerCase(Locale.ROOT);
     }
 
     /** The largest send and receive buffers the sweep needs, in bytes, for {@code ranks} ranks. */

@@ -194,6 +194,8 @@ public final class PerfRunner {
         public void run(long count) {
             if (config.wireType() != null) {
                 comm.allReduce(send, recv, count, config.type(), config.wireType(), config.op());
+            } else if (config.preMulSum()) {
+                comm.allReducePreMulSum(send, recv, count, config.type(), 1.0 / comm.size());
             } else {
                 config.collective().run(comm, send, recv, count, config.type(), config.op(), config.root());
             }

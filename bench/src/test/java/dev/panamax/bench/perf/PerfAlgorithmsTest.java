@@ -191,7 +191,7 @@ class PerfAlgorithmsTest {
     }
 
     @Test
-    void aSixteenBitWireIsCheckedAndNamedAndOnlyForFloatAllReduces() {
+    void aSixteenBitWireAndPreMultipliedSumsAreCheckedAndNamedAndOnlyForFloatAllReduces() {
         for (String op : new String[] {"sum", "avg", "max"}) {
             Result r = run("allreduce", "-t", "local", "-np", "3", "--wire", "bfloat16", "-o", op, "-c", "1", "-b",
                     "12", "-e", "48K", "-f", "4", "-n", "2", "-w", "1", "--jit-warmup", "10");
@@ -201,6 +201,19 @@ class PerfAlgorithmsTest {
                 assertEquals("0", row[7], "#wrong of " + String.join(" ", row));
             }
         }
+        for (String type : new String[] {"float32", "float16"}) {
+            Result r = run("allreduce", "-t", "local", "-np", "3", "-o", "premulsum", "-d", type, "-c", "1", "-b", "12",
+                    "-e", "48K", "-f", "4", "-n", "2", "-w", "1", "--jit-warmup", "10");
+            assertEquals(0, r.status(), r.out() + r.err());
+            assertTrue(r.out().contains("op premulsum"), r.out());
+            for (String[] row : rows(r.out())) {
+                assertEquals("0", row[7], "#wrong of " + String.join(" ", row));
+                assertEquals("premulsum", row[3]);
+            }
+        }
+        Result premulInts = run("allreduce", "-t", "local", "-np", "2", "-o", "premulsum", "-d", "int32", "-b", "8",
+                "-e", "8");
+        assertTrue(premulInts.status() != 0 && premulInts.err().contains("-o premulsum"), premulInts.err());
         Result gather = run("allgather", "-t", "local", "-np", "2", "--wire", "bfloat16", "-b", "8", "-e", "8");
         assertTrue(gather.status() != 0 && gather.err().contains("--wire bfloat16: all-reduce of float32 or float64"),
                 gather.err());

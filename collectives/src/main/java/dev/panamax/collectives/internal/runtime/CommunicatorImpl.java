@@ -22,6 +22,7 @@ import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.memory.Conversions;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.memory.Reductions;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -181,6 +182,18 @@ public final class CommunicatorImpl implements Communicator {
         }
         checks.allReduce(send, recv, count, type, op);
         wireTypeAllReduce.run(send, recv, count, type, wireType, op);
+    }
+
+    @Override
+    public void allReducePreMulSum(MemorySegment send, MemorySegment recv, long count, DataType type, double scalar) {
+        Objects.requireNonNull(type, "type");
+        if (!type.isFloatingPoint()) {
+            throw new IllegalArgumentException("allReducePreMulSum: floating-point types only, not "
+                    + type.canonicalName());
+        }
+        checks.allReduce(send, recv, count, type, ReduceOp.SUM);
+        Reductions.scale(type, recv, 0, send, 0, count, scalar);
+        allReduce(recv, recv, count, type, ReduceOp.SUM);
     }
 
     @Override
