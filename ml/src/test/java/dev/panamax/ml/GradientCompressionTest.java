@@ -10,6 +10,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.function.Supplier;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -25,25 +26,34 @@ class GradientCompressionTest {
         return (float) ((new SplittableRandom(31L * rank + j).nextDouble() - 0.4) * Math.pow(2, j % 7 - 3));
     }
 
+    /**
+     * Each of {@code n} ranks all-reduces {@code count} float32 inputs with a fresh {@code hook}; every rank's
+     * result, checked to be the same bits on every rank.
+     */
+    private static List<float[]> allReduced(int n, long count, ReduceOp op, Supplier<GradientCompression> hook) {
+        List<float[]> results = LocalRanks.run(n, comm -> {
+            try (Arena arena = Arena.ofShared(); GradientCompression h = hook.get()) {
+                MemorySegment bucket = arena.allocate(Math.max(4, 4 * count), 64);
+                for (long j = 0; j < count; j++) {
+                    bucket.setAtIndex(ValueLayout.JAVA_FLOAT, j, input(comm.rank(), j));
+                }
+                h.allReduce(comm, bucket, count, DataType.FLOAT32, op);
+                return bucket.asSlice(0, 4 * count).toArray(ValueLayout.JAVA_FLOAT);
+            }
+        });
+        for (float[] r : results) {
+            assertArrayEquals(results.getFirst(), r, "every rank gets the same bits");
+        }
+        return results;
+    }
+
     @Test
     void bf16SumsAndAveragesWithinItsPrecisionAndAlikeOnEveryRank() {
         for (int n = 1; n <= 4; n++) {
             for (ReduceOp op : new ReduceOp[]{ReduceOp.SUM, ReduceOp.AVG}) {
                 for (long count : COUNTS) {
                     int ranks = n;
-                    List<float[]> results = LocalRanks.run(n, comm -> {
-                        try (Arena arena = Arena.ofShared(); GradientCompression bf16 = GradientCompression.bf16()) {
-                            MemorySegment bucket = arena.allocate(Math.max(4, 4 * count), 64);
-                            for (long j = 0; j < count; j++) {
-                                bucket.setAtIndex(ValueLayout.JAVA_FLOAT, j, input(comm.rank(), j));
-                            }
-                            bf16.allReduce(comm, bucket, count, DataType.FLOAT32, op);
-                            return bucket.asSlice(0, 4 * count).toArray(ValueLayout.JAVA_FLOAT);
-                        }
-                    });
-                    for (float[] r : results) {
-                        assertArrayEquals(results.getFirst(), r, "every rank gets the same bits");
-                    }
+                    List<float[]> results = allReduced(n, count, op, GradientCompression::bf16);
                     for (int j = 0; j < count; j++) {
                         double exact = 0;
                         double magnitude = 0;
@@ -152,20 +162,8 @@ class GradientCompressionTest {
             for (ReduceOp op : new ReduceOp[]{ReduceOp.SUM, ReduceOp.AVG}) {
                 for (long count : COUNTS) {
                     int ranks = n;
-                    List<float[]> results = LocalRanks.run(n, comm -> {
-                        try (Arena arena = Arena.ofShared();
-                             GradientCompression hook = GradientCompression.onWire(DataType.BFLOAT16)) {
-                            MemorySegment bucket = arena.allocate(Math.max(4, 4 * count), 64);
-                            for (long j = 0; j < count; j++) {
-                                bucket.setAtIndex(ValueLayout.JAVA_FLOAT, j, input(comm.rank(), j));
-                            }
-                            hook.allReduce(comm, bucket, count, DataType.FLOAT32, op);
-                            return bucket.asSlice(0, 4 * count).toArray(ValueLayout.JAVA_FLOAT);
-                        }
-                    });
-                    for (float[] r : results) {
-                        assertArrayEquals(results.getFirst(), r, "every rank gets the same bits");
-                    }
+                    List<float[]> results = allReduced(n, count, op, () -> GradientCompression.onWire(
+                            DataType.BFLOAT16));
                     double divisor = op == ReduceOp.AVG ? ranks : 1;
                     for (int j = 0; j < count; j++) {
                         double want = 0;
