@@ -58,11 +58,16 @@ class PreMulSumTest {
     @ParameterizedTest
     @EnumSource(value = Ranks.Transport.class, names = {"LOCAL", "SHM", "TCP"})
     void everyRanksInputIsScaledByItsOwnScalarOnce(Ranks.Transport t) {
-        for (int n : new int[] {1, 2, 3, 5, 8}) {
+        grid(t, new int[] {1, 2, 3, 5, 8}, COUNTS);
+    }
+
+    /** Every type at each rank count and count on transport {@code t}. */
+    static void grid(Ranks.Transport t, int[] rankCounts, long[] counts) {
+        for (int n : rankCounts) {
             List<Communicator> comms = t.open(n);
             try {
                 for (DataType type : TYPES) {
-                    for (long count : COUNTS) {
+                    for (long count : counts) {
                         List<double[]> results = run(comms, count, type, count % 2 == 1);
                         for (int r = 0; r < n; r++) {
                             double[] got = results.get(r);

@@ -186,6 +186,14 @@ class VerbsTransportTest {
         new AbortTest().abortWakesABlockedCallAtOnceAndThePeersNameThisRank(Ranks.Transport.VERBS);
     }
 
+    /** The 16-bit wire's all-reduce and the pre-multiplied sum, on a grid trimmed as above. */
+    @Test
+    void wireTypeAndPreMultipliedSums() {
+        long[] counts = {0, 1, 3, 4099};
+        WireTypeAllReduceTest.grid(Ranks.Transport.VERBS, new int[] {1, 3, 4}, counts);
+        PreMulSumTest.grid(Ranks.Transport.VERBS, new int[] {1, 3, 4}, counts);
+    }
+
     @Test
     void revokeAgreeAndShrink() throws Exception {
         ElasticTest e = new ElasticTest();

@@ -103,13 +103,18 @@ class WireTypeAllReduceTest {
     @ParameterizedTest
     @EnumSource(value = Ranks.Transport.class, names = {"LOCAL", "SHM", "TCP"})
     void everyRankGetsTheReductionWithinTwoRoundingsOfTheWireType(Ranks.Transport t) {
-        for (int n : new int[] {1, 2, 3, 5, 8}) {
+        grid(t, new int[] {1, 2, 3, 5, 8}, COUNTS);
+    }
+
+    /** Every type, wire type and op at each rank count and count on transport {@code t}. */
+    static void grid(Ranks.Transport t, int[] rankCounts, long[] counts) {
+        for (int n : rankCounts) {
             List<Communicator> comms = t.open(n);
             try {
                 for (DataType type : new DataType[] {DataType.FLOAT32, DataType.FLOAT64}) {
                     for (DataType wire : new DataType[] {DataType.BFLOAT16, DataType.FLOAT16}) {
                         for (ReduceOp op : OPS) {
-                            for (long count : COUNTS) {
+                            for (long count : counts) {
                                 List<double[]> results = run(comms, count, type, wire, op);
                                 for (double[] r : results) {
                                     assertArrayEquals(results.getFirst(), r, "every rank gets the same bits");
