@@ -167,18 +167,11 @@ public final class ElasticLightGbm {
     private static String attempt(Communicator comm, String anySizeParams, LocalData data, int iterations,
             IterationListener listener, Checkpoint[] reached) {
         String full = PanamaxLightGbm.distributedParameters(anySizeParams, comm.size());
-        PanamaxLightGbm.checkRanksAgree(comm, data, full);
         try (PanamaxLightGbm.Attempt attempt = new PanamaxLightGbm.Attempt(reached[0])) {
             String model;
             try {
-                if (comm.size() == 1) {
-                    model = attempt.run(data, full, iterations, listener);
-                } else {
-                    try (CommunicatorNetwork network = CommunicatorNetwork.revokingOnFailure(comm);
-                         NetworkSession session = NetworkSession.external(network)) {
-                        model = attempt.run(data, full, iterations, listener);
-                    }
-                }
+                model = PanamaxLightGbm.run(attempt, comm, full, data, iterations, listener,
+                        PanamaxLightGbm.Network.PANAMAX, true);
             } catch (RuntimeException e) {
                 try {
                     reached[0] = attempt.reached();

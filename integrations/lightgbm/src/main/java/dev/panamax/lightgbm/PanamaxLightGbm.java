@@ -114,27 +114,38 @@ public final class PanamaxLightGbm {
             IterationListener listener, Network network, Checkpoint from) {
         checkArguments(comm, params, data, iterations, listener);
         Objects.requireNonNull(network, "network");
-        String full = distributedParameters(params, comm.size());
-        checkRanksAgree(comm, data, full);
         try (Attempt attempt = new Attempt(from)) {
-            if (comm.size() == 1) {
-                return attempt.run(data, full, iterations, listener);
+            return run(attempt, comm, distributedParameters(params, comm.size()), data, iterations, listener, network,
+                    false);
+        }
+    }
+
+    /**
+     * Checks that the ranks agree, then trains {@code attempt} on {@code comm} with the distributed parameters
+     * {@code full}, LightGBM's collectives on {@code network}. A failure on this rank wakes the peers at once: the
+     * Panamax network aborts the communicator, or with {@code revokeOnFailure} revokes it (elastic training).
+     */
+    static String run(Attempt attempt, Communicator comm, String full, LocalData data, int iterations,
+            IterationListener listener, Network network, boolean revokeOnFailure) {
+        checkRanksAgree(comm, data, full);
+        if (comm.size() == 1) {
+            return attempt.run(data, full, iterations, listener);
+        }
+        try (CommunicatorNetwork panamax = revokeOnFailure ? CommunicatorNetwork.revokingOnFailure(comm)
+                : new CommunicatorNetwork(comm)) {
+            NetworkSession session;
+            if (network == Network.PANAMAX) {
+                session = NetworkSession.external(panamax);
+            } else {
+                Machines m = socketMachines(comm);
+                session = NetworkSession.sockets(m.list(), m.localPort(), 1, comm.size());
             }
-            try (CommunicatorNetwork panamax = new CommunicatorNetwork(comm)) {
-                NetworkSession session;
-                if (network == Network.PANAMAX) {
-                    session = NetworkSession.external(panamax);
-                } else {
-                    Machines m = socketMachines(comm);
-                    session = NetworkSession.sockets(m.list(), m.localPort(), 1, comm.size());
-                }
-                try (session) {
-                    return attempt.run(data, full, iterations, listener);
-                } catch (RuntimeException | Error e) {
-                    // The peers are inside LightGBM's collectives: end their wait now, naming this rank.
-                    panamax.abandon(e);
-                    throw e;
-                }
+            try (session) {
+                return attempt.run(data, full, iterations, listener);
+            } catch (RuntimeException | Error e) {
+                // The peers are inside LightGBM's collectives: end their wait now, naming this rank.
+                panamax.abandon(e);
+                throw e;
             }
         }
     }
@@ -294,7 +305,7 @@ public final class PanamaxLightGbm {
      * Every rank's column count, row count and parameter hash, gathered; throws on every rank alike when they
      * do not fit together.
      */
-    static void checkRanksAgree(Communicator comm, LocalData data, String params) {
+    private static void checkRanksAgree(Communicator comm, LocalData data, String params) {
         int n = comm.size();
         long[] all = new long[3 * n];
         try (Arena arena = Arena.ofConfined()) {
