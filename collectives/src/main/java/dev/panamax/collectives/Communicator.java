@@ -57,13 +57,23 @@ public interface Communicator extends AutoCloseable {
     /**
      * Pre-multiplied sum (NCCL's {@code ncclRedOpCreatePreMulSum}): {@code recv[i] = sum over ranks r of
      * scalar_r * send_r[i]}, each rank passing its own {@code scalar}, which multiplies its input as it enters the
-     * sum, in the type's precision (float32 by the scalar as a float32). Floating-point types only. The scaling
-     * is one pass over the data into {@code recv} before an in-place sum. With every scalar {@code 1 / size} it is
-     * an average whose inputs are scaled before they are added, so a float16 sum that would overflow does not;
-     * {@link ReduceOp#AVG} divides instead, once, the block each rank owns after the reduce-scatter (a pass over
-     * 1/size of the data), which is faster for large buffers (docs/results/numerics.md).
+     * sum, in the type's precision (float32 by the scalar as a float32; the product rounds to the type, then the
+     * sum). Floating-point types only. The scaling rides on the algorithm's own first reads of each input (a copy,
+     * reduction or receive that reads it multiplies it on the way; a part a rank sends as it is, its receiver
+     * multiplies by the sender's scalar), so no pass is added and large calls cost what the plain sum costs; the
+     * ranks first exchange their scalars (an all-gather of one float64 each), which small calls pay for. With
+     * every scalar {@code 1 / size} it is an average whose inputs are scaled before they are added, so a float16
+     * sum that would overflow does not. The result has the same bits as scaling each input first and summing with
+     * {@code SUM}.
      */
     void allReducePreMulSum(MemorySegment send, MemorySegment recv, long count, DataType type, double scalar);
+
+    /**
+     * {@link #reduceScatter} of a pre-multiplied sum: rank r receives block r of
+     * {@code sum over ranks q of scalar_q * send_q}, each rank passing its own {@code scalar}
+     * (see {@link #allReducePreMulSum}).
+     */
+    void reduceScatterPreMulSum(MemorySegment send, MemorySegment recv, long recvCount, DataType type, double scalar);
 
     /**
      * Several in-place all-reduces run at once: {@code buffers.get(j)} is all-reduced over its first
@@ -158,6 +168,12 @@ public interface Communicator extends AutoCloseable {
 
     /** recv at root = op over all ranks of send; {@code recv} is written only at root. */
     void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root);
+
+    /**
+     * {@link #reduce} of a pre-multiplied sum: recv at root = {@code sum over ranks q of scalar_q * send_q}, each
+     * rank passing its own {@code scalar} (see {@link #allReducePreMulSum}).
+     */
+    void reducePreMulSum(MemorySegment send, MemorySegment recv, long count, DataType type, double scalar, int root);
 
     /** Returns once every rank has entered the barrier. */
     void barrier();

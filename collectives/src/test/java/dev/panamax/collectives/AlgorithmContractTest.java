@@ -27,7 +27,8 @@ import java.util.function.BiPredicate;
  * transport, every collective the algorithm has, checked element by element, in place and out of
  * place; the hierarchical algorithms on a factorized topology (3x2x2 for 12 ranks, as in the
  * paper's Fig. 4). Then every algorithm on 3 and 4 ranks over shared memory and TCP, with counts
- * large enough for the by-reference and pipelined paths.
+ * large enough for the by-reference and pipelined paths. The reducing collectives also run as pre-multiplied
+ * sums, bit for bit against their sums of pre-scaled inputs.
  */
 class AlgorithmContractTest {
     static final int[] RANKS = {1, 2, 3, 4, 5, 6, 7, 8, 12, 16};
@@ -135,6 +136,17 @@ class AlgorithmContractTest {
                             }
                             if (!include.test(type, ReduceOp.SUM)) {
                                 continue;
+                            }
+                            if (type.isFloatingPoint()) {
+                                if (collectives.contains(Collective.ALL_REDUCE)) {
+                                    PreMulSumTest.allReduce(c, arena, count, type, failures);
+                                }
+                                if (collectives.contains(Collective.REDUCE_SCATTER)) {
+                                    PreMulSumTest.reduceScatter(c, arena, count, type, failures);
+                                }
+                                if (collectives.contains(Collective.REDUCE)) {
+                                    PreMulSumTest.reduce(c, arena, count, type, failures);
+                                }
                             }
                             if (collectives.contains(Collective.ALL_GATHER)) {
                                 CollectiveContractTest.allGather(c, arena, count, type, failures);

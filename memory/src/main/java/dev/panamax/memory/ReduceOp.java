@@ -3,8 +3,11 @@ package dev.panamax.memory;
 import java.util.Locale;
 
 /**
- * Element-wise reduction operators. {@link #AVG} reduces as {@link #SUM} and divides by the rank
- * count once, at the end ({@link Reductions#divide}).
+ * Element-wise reduction operators. {@link #AVG} of float32, float64 and float16 is, in the
+ * communicators' collectives, a pre-multiplied sum: each rank's input multiplied by 1/size as it
+ * enters the sum (as NCCL averages floats; no pass is added, and a float16 average does not overflow
+ * where the sum would). Of bfloat16 and the integer types it reduces as {@link #SUM} and divides by
+ * the rank count once, at the end ({@link Reductions#divide}; integers truncate).
  */
 public enum ReduceOp {
     SUM, PROD, MIN, MAX, AVG;

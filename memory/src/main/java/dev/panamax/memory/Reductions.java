@@ -160,6 +160,52 @@ public final class Reductions {
         }
     }
 
+    /**
+     * {@code dst[i] = xScale * x[i] + yScale * y[i]} for {@code count} floating-point elements: inputs of a
+     * pre-multiplied sum folded as they are read, with the same bits as {@link #scale} of each operand followed by a
+     * {@link ReduceOp#SUM} (each product rounds to the type, then the sum does; a scale of 1 leaves its operand as
+     * it is). {@code dst} may be {@code x} or {@code y}. float32, float64 and bfloat16 run on the Vector API in one
+     * pass; float16 is staged through arrays, a chunk at a time.
+     *
+     * @throws IllegalArgumentException for an integer type
+     */
+    public static void scaledSum(DataType type, MemorySegment dst, long dstOffset, MemorySegment x, long xOffset,
+            double xScale, MemorySegment y, long yOffset, double yScale, long count) {
+        scaledSum(VECTOR, type, dst, dstOffset, x, xOffset, xScale, y, yOffset, yScale, count);
+    }
+
+    static void scaledSum(boolean vector, DataType type, MemorySegment dst, long dstOffset, MemorySegment x,
+            long xOffset, double xScale, MemorySegment y, long yOffset, double yScale, long count) {
+        Objects.requireNonNull(type, "type");
+        if (!type.isFloatingPoint()) {
+            throw new IllegalArgumentException("scaledSum: floating-point types only, not " + type.canonicalName());
+        }
+        long bytes = byteCount(type, count);
+        checkRange("dst", dst, dstOffset, bytes);
+        checkRange("x", x, xOffset, bytes);
+        checkRange("y", y, yOffset, bytes);
+        if (count == 0) {
+            return;
+        }
+        requireWritable("dst", dst);
+        int e = type.byteSize();
+        long start = 0;
+        if (vector && bytes >= VectorKernels.vectorBytes()) {
+            start = VectorKernels.scaledSum(type, dst.asSlice(dstOffset, bytes), x.asSlice(xOffset, bytes), xScale,
+                    y.asSlice(yOffset, bytes), yScale, bytes) / e;
+        }
+        if (start < count) {
+            // float16 (staged through arrays) and the vectors' tail.
+            long at = start * e;
+            switch (type) {
+                case FLOAT32, FLOAT64 -> ScalarKernels.scaledSum(type, dst, dstOffset + at, x, xOffset + at, xScale,
+                        y, yOffset + at, yScale, count - start);
+                default -> ScalarKernels.scaledSum16(type, dst, dstOffset + at, x, xOffset + at, xScale, y,
+                        yOffset + at, yScale, count - start);
+            }
+        }
+    }
+
     private static long byteCount(DataType type, long count) {
         if (count < 0) {
             throw new IllegalArgumentException("element count must be >= 0: " + count);

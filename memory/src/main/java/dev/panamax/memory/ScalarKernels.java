@@ -165,11 +165,92 @@ final class ScalarKernels {
         switch (type) {
             case FLOAT32 -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, x.getAtIndex(F32, i) * f); }
             case FLOAT64 -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, x.getAtIndex(F64, i) * scalar); }
-            case FLOAT16 -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i,
-                    Float.floatToFloat16(Float.float16ToFloat(x.getAtIndex(I16, i)) * f)); }
+            case FLOAT16 -> f16Scale(d, x, n, f);
             case BFLOAT16 -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(bf16(x, i)
                     * f)); }
             default -> throw new IllegalArgumentException("scale: " + type.canonicalName());
+        }
+    }
+
+    /** {@code d = a * x + b * y} for {@code n} float32 or float64 elements at byte offsets (the vectors' tail). */
+    static void scaledSum(DataType type, MemorySegment d, long dOff, MemorySegment x, long xOff, double a,
+            MemorySegment y, long yOff, double b, long n) {
+        if (type == DataType.FLOAT32) {
+            float fa = (float) a;
+            float fb = (float) b;
+            for (long i = 0; i < n; i++) {
+                d.set(F32, dOff + 4 * i, x.get(F32, xOff + 4 * i) * fa + y.get(F32, yOff + 4 * i) * fb);
+            }
+        } else {
+            for (long i = 0; i < n; i++) {
+                d.set(F64, dOff + 8 * i, x.get(F64, xOff + 8 * i) * a + y.get(F64, yOff + 8 * i) * b);
+            }
+        }
+    }
+
+    /**
+     * {@code d = a * x + b * y} for {@code n} float16 or bfloat16 elements at byte offsets: each product rounded to
+     * the type, then the sum; staged through {@code short[]} chunks, where HotSpot vectorizes the conversions.
+     */
+    static void scaledSum16(DataType type, MemorySegment d, long dOff, MemorySegment x, long xOff, double a,
+            MemorySegment y, long yOff, double b, long n) {
+        boolean f16 = type == DataType.FLOAT16;
+        float fa = (float) a;
+        float fb = (float) b;
+        int c = (int) Math.min(n, F16_CHUNK);
+        short[] p = new short[c];
+        short[] q = new short[c];
+        float[] u = new float[c];
+        float[] v = new float[c];
+        for (long i = 0; i < n; i += c) {
+            int m = (int) Math.min(c, n - i);
+            MemorySegment.copy(x, I16, xOff + 2 * i, p, 0, m);
+            MemorySegment.copy(y, I16, yOff + 2 * i, q, 0, m);
+            // Each operand widened, and scaled and rounded back to the type unless its scale is 1 (exact).
+            if (f16) {
+                widenF16(p, u, m, fa);
+                widenF16(q, v, m, fb);
+                for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(u[k] + v[k]);
+            } else {
+                widenBf16(p, u, m, fa);
+                widenBf16(q, v, m, fb);
+                for (int k = 0; k < m; k++) p[k] = Half.floatToBfloat16(u[k] + v[k]);
+            }
+            MemorySegment.copy(p, 0, d, I16, dOff + 2 * i, m);
+        }
+    }
+
+    /** out = the float16 values of h, times f rounded to float16 (when f is not 1). */
+    private static void widenF16(short[] h, float[] out, int m, float f) {
+        if (f == 1) {
+            for (int k = 0; k < m; k++) out[k] = Float.float16ToFloat(h[k]);
+        } else {
+            for (int k = 0; k < m; k++) {
+                out[k] = Float.float16ToFloat(Float.floatToFloat16(Float.float16ToFloat(h[k]) * f));
+            }
+        }
+    }
+
+    /** out = the bfloat16 values of h, times f rounded to bfloat16 (when f is not 1). */
+    private static void widenBf16(short[] h, float[] out, int m, float f) {
+        if (f == 1) {
+            for (int k = 0; k < m; k++) out[k] = Half.bfloat16ToFloat(h[k]);
+        } else {
+            for (int k = 0; k < m; k++) {
+                out[k] = Half.bfloat16ToFloat(Half.floatToBfloat16(Half.bfloat16ToFloat(h[k]) * f));
+            }
+        }
+    }
+
+    /** Staged through arrays, as {@link #f16Divide}: HotSpot vectorizes the conversions there. */
+    private static void f16Scale(MemorySegment d, MemorySegment x, long n, float f) {
+        int c = (int) Math.min(n, F16_CHUNK);
+        short[] p = new short[c];
+        for (long i = 0; i < n; i += c) {
+            int m = (int) Math.min(c, n - i);
+            MemorySegment.copy(x, I16, 2 * i, p, 0, m);
+            for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Float.float16ToFloat(p[k]) * f);
+            MemorySegment.copy(p, 0, d, I16, 2 * i, m);
         }
     }
 

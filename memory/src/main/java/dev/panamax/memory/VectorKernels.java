@@ -155,6 +155,75 @@ final class VectorKernels {
         }
     }
 
+    /**
+     * {@code d = a * x + b * y} for float32, float64 and bfloat16 (each product rounded to the type, then the sum: no
+     * fused multiply-add), over whole vectors; returns the bytes done (0 for float16).
+     */
+    static long scaledSum(DataType type, MemorySegment d, MemorySegment x, double a, MemorySegment y, double b,
+            long bytes) {
+        switch (type) {
+            case FLOAT32 -> {
+                long step = F.vectorByteSize();
+                long end = bytes - bytes % step;
+                float fa = (float) a;
+                float fb = (float) b;
+                for (long o = 0; o < end; o += step) {
+                    FloatVector.fromMemorySegment(F, x, o, NATIVE).mul(fa)
+                            .add(FloatVector.fromMemorySegment(F, y, o, NATIVE).mul(fb))
+                            .intoMemorySegment(d, o, NATIVE);
+                }
+                return end;
+            }
+            case FLOAT64 -> {
+                long step = D.vectorByteSize();
+                long end = bytes - bytes % step;
+                for (long o = 0; o < end; o += step) {
+                    DoubleVector.fromMemorySegment(D, x, o, NATIVE).mul(a)
+                            .add(DoubleVector.fromMemorySegment(D, y, o, NATIVE).mul(b))
+                            .intoMemorySegment(d, o, NATIVE);
+                }
+                return end;
+            }
+            case BFLOAT16 -> {
+                // A fold scales one operand (the input) and not the other (a partial sum): that case has its loop.
+                return b == 1 ? bf16ScaledSum(d, x, (float) a, y, bytes)
+                        : a == 1 ? bf16ScaledSum(d, y, (float) b, x, bytes) : bf16ScaledSum(d, x, (float) a, y,
+                        (float) b, bytes);
+            }
+            default -> {
+                return 0;
+            }
+        }
+    }
+
+    /** {@code d = bf16(a * x) + y} for bfloat16, rounded to bfloat16. */
+    private static long bf16ScaledSum(MemorySegment d, MemorySegment x, float a, MemorySegment y, long bytes) {
+        long step = I.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
+            IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
+            packBf16(bf16Rounded(lowBf16(p).mul(a)).add(lowBf16(q)), bf16Rounded(highBf16(p).mul(a)).add(highBf16(q)))
+                    .intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
+    /** {@code d = bf16(a * x) + bf16(b * y)} for bfloat16, rounded to bfloat16. */
+    private static long bf16ScaledSum(MemorySegment d, MemorySegment x, float a, MemorySegment y, float b,
+            long bytes) {
+        long step = I.vectorByteSize();
+        long end = bytes - bytes % step;
+        for (long o = 0; o < end; o += step) {
+            IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
+            IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
+            packBf16(bf16Rounded(lowBf16(p).mul(a)).add(bf16Rounded(lowBf16(q).mul(b))),
+                    bf16Rounded(highBf16(p).mul(a)).add(bf16Rounded(highBf16(q).mul(b))))
+                    .intoMemorySegment(d, o, NATIVE);
+        }
+        return end;
+    }
+
     private static long f32Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
         long step = F.vectorByteSize();
         long end = bytes - bytes % step;
@@ -387,6 +456,11 @@ final class VectorKernels {
         IntVector rounded = bits.add(bits.lanewise(VectorOperators.LSHR, 16).and(1)).add(0x7fff);
         VectorMask<Integer> nan = bits.and(0x7fffffff).compare(VectorOperators.GT, 0x7f800000);
         return rounded.blend(bits.or(0x00400000), nan).and(HIGH);
+    }
+
+    /** The floats rounded to bfloat16 (nearest-even, NaN quiet), still as floats. */
+    private static FloatVector bf16Rounded(FloatVector v) {
+        return roundBf16(v).reinterpretAsFloats();
     }
 
     private static IntVector packBf16(FloatVector low, FloatVector high) {

@@ -216,6 +216,54 @@ class ReductionsTest {
         }
     }
 
+    @ParameterizedTest(name = "vector={0} {1}")
+    @MethodSource("divideCases")
+    void scaledSumHasTheBitsOfScalingThenSumming(boolean vector, DataType t) {
+        MemorySegment small = Arena.ofAuto().allocate(64);
+        if (!t.isFloatingPoint()) {
+            assertThrows(IllegalArgumentException.class,
+                    () -> Reductions.scaledSum(vector, t, small, 0, small, 0, 2, small, 0, 1, 4));
+            return;
+        }
+        assertThrows(IndexOutOfBoundsException.class,
+                () -> Reductions.scaledSum(vector, t, small, 0, small, 0, 2, small, 8, 1, 64 / t.byteSize()));
+        SplittableRandom rnd = new SplittableRandom(29 + t.ordinal());
+        int e = t.byteSize();
+        double[][] scales = {{0.25, 1}, {1, -3}, {1.0 / 7, 0.3}};
+        for (double[] ab : scales) {
+            for (long n : COUNTS) {
+                for (String alias : new String[]{"none", "dst=x", "dst=y"}) {
+                    try (Arena arena = Arena.ofConfined()) {
+                        long off = e;
+                        MemorySegment x = arena.allocate(n * e + 32);
+                        MemorySegment y = arena.allocate(n * e + 32);
+                        fill(t, x, off, n, rnd);
+                        fill(t, y, off, n, rnd);
+                        MemorySegment want = arena.allocate(n * e + 32);
+                        MemorySegment scaledY = arena.allocate(n * e + 32);
+                        Reductions.scale(t, want, off, x, off, n, ab[0]);
+                        Reductions.scale(t, scaledY, off, y, off, n, ab[1]);
+                        Reductions.reduce(t, ReduceOp.SUM, want, off, want, off, scaledY, off, n);
+                        MemorySegment dst = switch (alias) {
+                            case "dst=x" -> x;
+                            case "dst=y" -> y;
+                            default -> arena.allocate(n * e + 32);
+                        };
+                        Reductions.scaledSum(vector, t, dst, off, x, off, ab[0], y, off, ab[1], n);
+                        for (long i = 0; i < n; i++) {
+                            double w = t.getAsDouble(want, off, i);
+                            double g = t.getAsDouble(dst, off, i);
+                            if (Double.compare(w, g) != 0 && !(Double.isNaN(w) && Double.isNaN(g))) {
+                                fail(t + " " + ab[0] + " * x + " + ab[1] + " * y, n=" + n + " (" + alias
+                                        + ") element " + i + ": " + g + " != " + w);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     static Stream<Arguments> divideCases() {
         return Stream.of(true, false).flatMap(v -> Stream.of(DataType.values()).map(t -> Arguments.of(v, t)));
     }

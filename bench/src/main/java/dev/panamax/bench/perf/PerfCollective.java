@@ -110,4 +110,19 @@ public enum PerfCollective {
             case REDUCE -> comm.reduce(send, recv, count, type, op, root);
         }
     }
+
+    /**
+     * Runs the pre-multiplied sum of this reducing collective, every rank's scalar 1/ranks (an average whose inputs
+     * are scaled first).
+     */
+    public void runPreMulSum(Communicator comm, MemorySegment send, MemorySegment recv, long count, DataType type,
+            int root) {
+        double scalar = 1.0 / comm.size();
+        switch (this) {
+            case ALLREDUCE -> comm.allReducePreMulSum(send, recv, count, type, scalar);
+            case REDUCESCATTER -> comm.reduceScatterPreMulSum(send, recv, count, type, scalar);
+            case REDUCE -> comm.reducePreMulSum(send, recv, count, type, scalar, root);
+            default -> throw new IllegalArgumentException(cliName + " does not reduce");
+        }
+    }
 }

@@ -302,9 +302,9 @@ public final class PerfCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--wire " + wire + ": all-reduce of float32 or float64 data on a "
                     + "bfloat16 or float16 wire only, not " + c.cliName() + " of " + type.canonicalName());
         }
-        if (preMulSum && (c != PerfCollective.ALLREDUCE || !type.isFloatingPoint() || wireType != null)) {
-            throw new IllegalArgumentException("-o premulsum: all-reduce of a floating-point type only, without "
-                    + "--wire");
+        if (preMulSum && (!c.reduces() || !type.isFloatingPoint() || wireType != null)) {
+            throw new IllegalArgumentException("-o premulsum: all-reduce, reduce-scatter or reduce of a floating-point"
+                    + " type only, without --wire");
         }
         config = new PerfConfig(c, type, reduceOp, root, sizes, iters, warmup, check == 1, userBuffers, jitWarmup, algs,
                 topology, wireType, preMulSum);

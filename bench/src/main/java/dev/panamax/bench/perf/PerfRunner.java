@@ -195,7 +195,7 @@ public final class PerfRunner {
             if (config.wireType() != null) {
                 comm.allReduce(send, recv, count, config.type(), config.wireType(), config.op());
             } else if (config.preMulSum()) {
-                comm.allReducePreMulSum(send, recv, count, config.type(), 1.0 / comm.size());
+                config.collective().runPreMulSum(comm, send, recv, count, config.type(), config.root());
             } else {
                 config.collective().run(comm, send, recv, count, config.type(), config.op(), config.root());
             }

@@ -201,9 +201,12 @@ class PerfAlgorithmsTest {
                 assertEquals("0", row[7], "#wrong of " + String.join(" ", row));
             }
         }
-        for (String type : new String[] {"float32", "float16"}) {
-            Result r = run("allreduce", "-t", "local", "-np", "3", "-o", "premulsum", "-d", type, "-c", "1", "-b", "12",
-                    "-e", "48K", "-f", "4", "-n", "2", "-w", "1", "--jit-warmup", "10");
+        for (String run : new String[] {"allreduce float32", "allreduce float16", "reducescatter float32",
+            "reduce float64"}) {
+            String[] collectiveAndType = run.split(" ");
+            Result r = run(collectiveAndType[0], "-t", "local", "-np", "3", "-o", "premulsum", "-d",
+                    collectiveAndType[1], "-c", "1", "-b", "24", "-e", "48K", "-f", "4", "-n", "2", "-w", "1",
+                    "--jit-warmup", "10");
             assertEquals(0, r.status(), r.out() + r.err());
             assertTrue(r.out().contains("op premulsum"), r.out());
             for (String[] row : rows(r.out())) {
@@ -214,6 +217,9 @@ class PerfAlgorithmsTest {
         Result premulInts = run("allreduce", "-t", "local", "-np", "2", "-o", "premulsum", "-d", "int32", "-b", "8",
                 "-e", "8");
         assertTrue(premulInts.status() != 0 && premulInts.err().contains("-o premulsum"), premulInts.err());
+        Result premulGather = run("allgather", "-t", "local", "-np", "2", "-o", "premulsum", "-b", "8", "-e", "8");
+        assertTrue(premulGather.status() != 0
+                && premulGather.err().contains("-o premulsum: all-reduce, reduce-scatter"), premulGather.err());
         Result gather = run("allgather", "-t", "local", "-np", "2", "--wire", "bfloat16", "-b", "8", "-e", "8");
         assertTrue(gather.status() != 0 && gather.err().contains("--wire bfloat16: all-reduce of float32 or float64"),
                 gather.err());

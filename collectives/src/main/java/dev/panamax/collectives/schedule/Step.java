@@ -74,7 +74,9 @@ public sealed interface Step {
 
     /**
      * Ends a reduction of {@code contributions} inputs on {@code slice}: divides by
-     * {@code contributions} for {@code AVG}, nothing for the other operations.
+     * {@code contributions} for {@code AVG}, nothing for the other operations. (The communicators run the
+     * {@code AVG} of float32, float64 and float16 as a sum of inputs scaled by 1/size, so only bfloat16 and the
+     * integers reach the division.)
      */
     record Finish(Slice slice, int contributions) implements Step {
         @Override

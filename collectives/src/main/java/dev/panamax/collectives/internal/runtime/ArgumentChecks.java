@@ -177,4 +177,12 @@ final class ArgumentChecks {
         }
         return a.asOverlappingSlice(b).isPresent();
     }
+
+    /** A pre-multiplied sum scales in the type's own precision: floating-point types only. */
+    static void preMulSum(String call, DataType type) {
+        Objects.requireNonNull(type, "type");
+        if (!type.isFloatingPoint()) {
+            throw new IllegalArgumentException(call + ": floating-point types only, not " + type.canonicalName());
+        }
+    }
 }

@@ -22,7 +22,6 @@ import dev.panamax.collectives.schedule.Schedule;
 import dev.panamax.memory.Conversions;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
-import dev.panamax.memory.Reductions;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -55,6 +54,11 @@ public final class CommunicatorImpl implements Communicator {
     /** The v-variants' slots, apart from the schedules' scratch; guarded by {@code variableBlocks}. */
     private final ScratchBuffers variableScratch;
     private final ScratchBuffers wireScratch;
+    /** Every rank's scalar of the pre-multiplied sum in progress, gathered through {@link #scalarScratch}. */
+    private final double[] scalars;
+    private final ScratchBuffers scalarScratch;
+    /** 1/size for every rank: the scalars of an average ({@link #averagesByScaling}). */
+    private final double[] averageScalars;
     private final WireTypeAllReduce wireTypeAllReduce;
     private final VariableBlocks variableBlocks;
     private final ScheduleExecutor executor;
@@ -131,6 +135,10 @@ public final class CommunicatorImpl implements Communicator {
         this.scratch = new ScratchBuffers(allocator);
         this.variableScratch = new ScratchBuffers(allocator);
         this.wireScratch = new ScratchBuffers(allocator);
+        this.scalarScratch = new ScratchBuffers(allocator);
+        this.scalars = new double[size];
+        this.averageScalars = new double[size];
+        Arrays.fill(averageScalars, 1.0 / size);
         this.wireTypeAllReduce = new WireTypeAllReduce(this, wireScratch);
         this.variableBlocks = new VariableBlocks(this, variableScratch);
         this.id = CommunicatorMBean.nextId();
@@ -164,6 +172,11 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
         checks.allReduce(send, recv, count, type, op);
+        if (averagesByScaling(type, op)) {
+            PreMulPlan p = plans.preMulPlan(Collective.ALL_REDUCE, count, type, 0);
+            runInIssueOrder(() -> runAverage(p, send, recv, type));
+            return;
+        }
         Schedule s = plans.plan(Collective.ALL_REDUCE, count, type, 0);
         runInIssueOrder(() -> runSchedule(s, send, recv, type, op));
     }
@@ -186,14 +199,28 @@ public final class CommunicatorImpl implements Communicator {
 
     @Override
     public void allReducePreMulSum(MemorySegment send, MemorySegment recv, long count, DataType type, double scalar) {
-        Objects.requireNonNull(type, "type");
-        if (!type.isFloatingPoint()) {
-            throw new IllegalArgumentException("allReducePreMulSum: floating-point types only, not "
-                    + type.canonicalName());
-        }
+        ArgumentChecks.preMulSum("allReducePreMulSum", type);
         checks.allReduce(send, recv, count, type, ReduceOp.SUM);
-        Reductions.scale(type, recv, 0, send, 0, count, scalar);
-        allReduce(recv, recv, count, type, ReduceOp.SUM);
+        PreMulPlan p = plans.preMulPlan(Collective.ALL_REDUCE, count, type, 0);
+        runInIssueOrder(() -> runPreMulSum(p, send, recv, type, scalar));
+    }
+
+    @Override
+    public void reduceScatterPreMulSum(MemorySegment send, MemorySegment recv, long recvCount, DataType type,
+            double scalar) {
+        ArgumentChecks.preMulSum("reduceScatterPreMulSum", type);
+        checks.reduceScatter(send, recv, recvCount, type, ReduceOp.SUM);
+        PreMulPlan p = plans.preMulPlan(Collective.REDUCE_SCATTER, recvCount, type, 0);
+        runInIssueOrder(() -> runPreMulSum(p, send, recv, type, scalar));
+    }
+
+    @Override
+    public void reducePreMulSum(MemorySegment send, MemorySegment recv, long count, DataType type, double scalar,
+            int root) {
+        ArgumentChecks.preMulSum("reducePreMulSum", type);
+        checks.reduce(send, recv, count, type, ReduceOp.SUM, root);
+        PreMulPlan p = plans.preMulPlan(Collective.REDUCE, count, type, root);
+        runInIssueOrder(() -> runPreMulSum(p, send, recv, type, scalar));
     }
 
     @Override
@@ -217,24 +244,31 @@ public final class CommunicatorImpl implements Communicator {
                 }
             }
         }
-        Schedule[] schedules = new Schedule[k];
+        PreMulPlan[] concurrent = new PreMulPlan[k];
         for (int j = 0; j < k; j++) {
-            schedules[j] = plans.concurrentPlan(counts[j], type);
+            concurrent[j] = plans.concurrentPlan(counts[j], type);
         }
+        boolean scaling = averagesByScaling(type, op);
         runInIssueOrder(() -> {
             CallValidator v = validator;
             if (v != null) {
-                for (Schedule s : schedules) {
-                    v.check(s, type, op);
+                for (PreMulPlan p : concurrent) {
+                    v.check(p.schedule(), type, op);
                 }
             }
-            executor.runConcurrently(schedules, data, type, op);
+            executor.runConcurrently(concurrent, data, type, scaling ? ReduceOp.SUM : op,
+                    scaling ? averageScalars : null);
         });
     }
 
     @Override
     public void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
         checks.reduceScatter(send, recv, recvCount, type, op);
+        if (averagesByScaling(type, op)) {
+            PreMulPlan p = plans.preMulPlan(Collective.REDUCE_SCATTER, recvCount, type, 0);
+            runInIssueOrder(() -> runAverage(p, send, recv, type));
+            return;
+        }
         Schedule s = plans.plan(Collective.REDUCE_SCATTER, recvCount, type, 0);
         runInIssueOrder(() -> runSchedule(s, send, recv, type, op));
     }
@@ -256,6 +290,11 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
         checks.reduce(send, recv, count, type, op, root);
+        if (averagesByScaling(type, op)) {
+            PreMulPlan p = plans.preMulPlan(Collective.REDUCE, count, type, root);
+            runInIssueOrder(() -> runAverage(p, send, recv, type));
+            return;
+        }
         Schedule s = plans.plan(Collective.REDUCE, count, type, root);
         runInIssueOrder(() -> runSchedule(s, send, recv, type, op));
     }
@@ -330,6 +369,9 @@ public final class CommunicatorImpl implements Communicator {
     public CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type,
             ReduceOp op) {
         checks.allReduce(send, recv, count, type, op);
+        if (averagesByScaling(type, op)) {
+            return asyncAverage(plans.preMulPlan(Collective.ALL_REDUCE, count, type, 0), send, recv, type);
+        }
         return async(plans.plan(Collective.ALL_REDUCE, count, type, 0), send, recv, type, op);
     }
 
@@ -338,6 +380,9 @@ public final class CommunicatorImpl implements Communicator {
             DataType type,
                                                       ReduceOp op) {
         checks.reduceScatter(send, recv, recvCount, type, op);
+        if (averagesByScaling(type, op)) {
+            return asyncAverage(plans.preMulPlan(Collective.REDUCE_SCATTER, recvCount, type, 0), send, recv, type);
+        }
         return async(plans.plan(Collective.REDUCE_SCATTER, recvCount, type, 0), send, recv, type, op);
     }
 
@@ -360,6 +405,9 @@ public final class CommunicatorImpl implements Communicator {
             ReduceOp op,
                                                int root) {
         checks.reduce(send, recv, count, type, op, root);
+        if (averagesByScaling(type, op)) {
+            return asyncAverage(plans.preMulPlan(Collective.REDUCE, count, type, root), send, recv, type);
+        }
         return async(plans.plan(Collective.REDUCE, count, type, root), send, recv, type, op);
     }
 
@@ -373,6 +421,12 @@ public final class CommunicatorImpl implements Communicator {
     public CompletableFuture<Void> barrierAsync() {
         return async(plans.plan(Collective.BARRIER, 0, DataType.UINT8, 0), MemorySegment.NULL, MemorySegment.NULL,
                 DataType.UINT8, null);
+    }
+
+    private CompletableFuture<Void> asyncAverage(PreMulPlan p, MemorySegment send, MemorySegment recv, DataType type) {
+        MemorySegment sd = Segments.unscoped(send);
+        MemorySegment rv = Segments.unscoped(recv);
+        return runOnWorker(() -> runAverage(p, sd, rv, type));
     }
 
     private CompletableFuture<Void> async(Schedule s, MemorySegment send, MemorySegment recv, DataType type,
@@ -389,6 +443,47 @@ public final class CommunicatorImpl implements Communicator {
             v.check(s, type, op);
         }
         executor.runSchedule(s, send, recv, type, op);
+    }
+
+    /**
+     * A pre-multiplied sum: every rank's scalar first (an all-gather of one float64 each: a receiver scales the raw
+     * input a peer sends it by that peer's scalar), then the plan's schedule.
+     */
+    private void runPreMulSum(PreMulPlan p, MemorySegment send, MemorySegment recv, DataType type, double scalar) {
+        CallValidator v = validator;
+        if (v != null) {
+            v.check(p.schedule(), type, ReduceOp.SUM);
+        }
+        if (size > 1) {
+            MemorySegment table = scalarScratch.get(0, 8L * (size + 1));
+            table.setAtIndex(ValueLayout.JAVA_DOUBLE, size, scalar);
+            runSchedule(plans.plan(Collective.ALL_GATHER, 1, DataType.FLOAT64, 0), table.asSlice(8L * size, 8),
+                    table.asSlice(0, 8L * size), DataType.FLOAT64, null);
+            MemorySegment.copy(table, ValueLayout.JAVA_DOUBLE, 0, scalars, 0, size);
+        } else {
+            scalars[0] = scalar;
+        }
+        executor.runPreMulSum(p, send, recv, type, scalars);
+    }
+
+    /**
+     * {@link ReduceOp#AVG} of float32, float64 and float16 is the pre-multiplied sum with every scalar 1/size, as
+     * NCCL averages floats: each input scaled as it enters the sum, no pass added, and a float16 average does not
+     * overflow where the sum would. bfloat16 (float32's range: its sum does not overflow either) and the integers
+     * sum, then divide the block each rank owns: for bfloat16 that is cheaper than scaling in its vector kernels
+     * (measured 1.5-2x, docs/results/numerics.md).
+     */
+    private static boolean averagesByScaling(DataType type, ReduceOp op) {
+        return op == ReduceOp.AVG && type.isFloatingPoint() && type != DataType.BFLOAT16;
+    }
+
+    /** An average by scaling: the scalars are known (1/size each), so none are exchanged. */
+    private void runAverage(PreMulPlan p, MemorySegment send, MemorySegment recv, DataType type) {
+        CallValidator v = validator;
+        if (v != null) {
+            v.check(p.schedule(), type, ReduceOp.AVG);
+        }
+        executor.runPreMulSum(p, send, recv, type, averageScalars);
     }
 
     // ---- validation and determinism -------------------------------------------------------
@@ -683,6 +778,7 @@ public final class CommunicatorImpl implements Communicator {
                 synchronized (wireTypeAllReduce) {
                     wireScratch.release();
                 }
+                scalarScratch.release();
             }
             allocator.close();
         } finally {

@@ -34,7 +34,10 @@ final class PlanCache {
     private final Map<Collective, String> algorithms = new EnumMap<>(Collective.class);
     private final Map<Key, Schedule> plans = lru();
     /** Schedules for all-reduces run concurrently, which must be stage-aligned. */
-    private final Map<Key, Schedule> concurrentPlans = lru();
+    private final Map<Key, PreMulPlan> concurrentPlans = lru();
+    private final Map<Key, PreMulPlan> preMulPlans = lru();
+    /** The last pre-multiplied plan returned: a loop of the same call finds it without a key or a map lookup. */
+    private PreMulPlan lastPreMulPlan;
     private volatile Topology topology;
     private boolean deterministic;
     /** The last call's key and schedule: a loop of the same call finds it without a key or a map lookup. */
@@ -50,10 +53,10 @@ final class PlanCache {
         }
     }
 
-    private static Map<Key, Schedule> lru() {
+    private static <V> Map<Key, V> lru() {
         return new LinkedHashMap<>(64, 0.75f, true) {
             @Override
-            protected boolean removeEldestEntry(Map.Entry<Key, Schedule> eldest) {
+            protected boolean removeEldestEntry(Map.Entry<Key, V> eldest) {
                 return size() > ENTRIES;
             }
         };
@@ -132,20 +135,51 @@ final class PlanCache {
      * when that algorithm's schedules are stage-aligned (checked once per size on every rank's
      * schedule, so every rank decides alike), else the ring's, which always are.
      */
-    synchronized Schedule concurrentPlan(long count, DataType type) {
+    synchronized PreMulPlan concurrentPlan(long count, DataType type) {
         Key key = new Key(Collective.ALL_REDUCE, count, type.byteSize(), 0);
-        Schedule s = concurrentPlans.get(key);
-        if (s == null) {
+        PreMulPlan p = concurrentPlans.get(key);
+        if (p == null) {
             Planner.Selection c = select(Collective.ALL_REDUCE, count, type, 0);
             List<Schedule> all = new ArrayList<>(size);
             for (int r = 0; r < size; r++) {
                 all.add(c.algorithm().build(c.problem().atRank(r)));
             }
-            s = Simulator.stageAligned(all) ? all.get(rank) : Algorithms.get(Algorithms.RING)
-                    .build(new Problem(Collective.ALL_REDUCE, rank, size, count, type.byteSize(), 0, topology));
-            concurrentPlans.put(key, s);
+            if (!Simulator.stageAligned(all)) {
+                all.clear();
+                for (int r = 0; r < size; r++) {
+                    all.add(Algorithms.get(Algorithms.RING)
+                            .build(new Problem(Collective.ALL_REDUCE, r, size, count, type.byteSize(), 0, topology)));
+                }
+            }
+            p = PreMulPlan.of(all, rank);
+            concurrentPlans.put(key, p);
         }
-        return s;
+        return p;
+    }
+
+    /**
+     * The schedule of a pre-multiplied sum: the plain call's, with which receives carry a peer's raw input (found
+     * from every rank's schedule, once per call shape).
+     */
+    synchronized PreMulPlan preMulPlan(Collective collective, long count, DataType type, int root) {
+        Schedule mine = plan(collective, count, type, root);
+        PreMulPlan last = lastPreMulPlan;
+        if (last != null && last.schedule() == mine) {
+            return last;
+        }
+        Key key = new Key(collective, count, type.byteSize(), root);
+        PreMulPlan p = preMulPlans.get(key);
+        if (p == null || p.schedule() != mine) {
+            Planner.Selection c = select(collective, count, type, root);
+            List<Schedule> all = new ArrayList<>(size);
+            for (int r = 0; r < size; r++) {
+                all.add(r == rank ? mine : c.algorithm().build(c.problem().atRank(r)));
+            }
+            p = PreMulPlan.of(all, rank);
+            preMulPlans.put(key, p);
+        }
+        lastPreMulPlan = p;
+        return p;
     }
 
     private Planner.Selection select(Collective collective, long count, DataType type, int root) {
@@ -156,6 +190,8 @@ final class PlanCache {
     private void clear() {
         plans.clear();
         concurrentPlans.clear();
+        preMulPlans.clear();
+        lastPreMulPlan = null;
         lastKey = null;
         lastPlan = null;
     }

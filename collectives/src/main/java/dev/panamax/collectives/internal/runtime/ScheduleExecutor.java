@@ -45,6 +45,13 @@ public final class ScheduleExecutor {
     private int viewIndex = -1;
     /** Sees each call's whole buffers before its schedule runs; null for transports that need nothing. */
     private final BufferRegistrar registrar;
+    /** The pre-multiplied sum in progress: every rank's scalar by rank (null in any other call). */
+    private double[] scalars;
+    /** Its plan's flags, per receive step: whether the peer sends its raw input. */
+    private boolean[] rawReceives;
+    private int receiveIndex;
+    /** This rank's scalar, which multiplies every read of its send buffer. */
+    private double ownScale;
 
     /**
      * @param id        the communicator's id, carried by the events
@@ -76,6 +83,29 @@ public final class ScheduleExecutor {
             Problem p = schedule.problem();
             Events.commit(event, id, p.rank(), p.size(), p.collective().label(), schedule.algorithm(), p.count(), type,
                     -1, failure);
+        }
+    }
+
+    /**
+     * Runs a pre-multiplied sum: the plan's schedule of the plain sum, with every rank's input multiplied by that
+     * rank's scalar ({@code scalars}, by rank) where it is first read. Copies out of this rank's send buffer scale
+     * as they copy; reductions and reducing receives that read it scale that operand as they fold
+     * ({@link Reductions#scaledSum}); a slice of it that is sent goes as it is, and the receiver, knowing from the
+     * plan that the message is a peer's raw input, multiplies it by that peer's scalar as it folds or copies it in.
+     * No pass over the data is added. Schedules read the input only through the send buffer and count each input
+     * once per output element, so each enters the result multiplied once; the result has the bits of scaling the
+     * inputs first and summing them.
+     */
+    void runPreMulSum(PreMulPlan plan, MemorySegment send, MemorySegment recv, DataType type, double[] scalars) {
+        Schedule schedule = plan.schedule();
+        this.scalars = scalars;
+        this.rawReceives = plan.rawReceives();
+        this.ownScale = scalars[schedule.problem().rank()];
+        try {
+            runSchedule(schedule, send, recv, type, ReduceOp.SUM);
+        } finally {
+            this.scalars = null;
+            this.rawReceives = null;
         }
     }
 
@@ -116,6 +146,7 @@ public final class ScheduleExecutor {
             registrar.register(buffers, nb);
         }
         keepViewsFor(schedule, nb);
+        receiveIndex = 0;
         List<Stage> stages = schedule.stages();
         loop.begin(schedule.problem().collective().label(), schedule.algorithm(), stages.size());
         try {
@@ -164,11 +195,21 @@ public final class ScheduleExecutor {
      * Each schedule gets its own scratch buffers. Every rank merges the same schedules in the same
      * order; the caller passes only stage-aligned schedules ({@code Simulator.stageAligned}), whose
      * matched transfers lie in stages of the same index, so the messages on every link still come
-     * in the same order at both ends.
+     * in the same order at both ends. With {@code scalars} (not null) they are pre-multiplied sums, as in
+     * {@link #runPreMulSum}, {@code op} SUM.
      */
-    void runConcurrently(Schedule[] schedules, MemorySegment[] data, DataType type, ReduceOp op) {
+    void runConcurrently(PreMulPlan[] plans, MemorySegment[] data, DataType type, ReduceOp op, double[] scalars) {
         CollectiveEvent event = Events.beginCollective();
         int e = type.byteSize();
+        Schedule[] schedules = new Schedule[plans.length];
+        for (int j = 0; j < plans.length; j++) {
+            schedules[j] = plans[j].schedule();
+        }
+        int[] receiveIndexes = new int[plans.length];
+        if (scalars != null && plans.length > 0) {
+            this.scalars = scalars;
+            this.ownScale = scalars[schedules[0].problem().rank()];
+        }
         MemorySegment[][] tables = new MemorySegment[schedules.length][];
         int scratchBase = 0;
         int stages = 0;
@@ -200,7 +241,10 @@ public final class ScheduleExecutor {
                 for (int j = 0; j < schedules.length; j++) {
                     List<Stage> own = schedules[j].stages();
                     if (i < own.size()) {
+                        rawReceives = plans[j].rawReceives();
+                        receiveIndex = receiveIndexes[j];
                         posted = post(own.get(i), tables[j], type, op, e, posted);
+                        receiveIndexes[j] = receiveIndex;
                     }
                 }
                 if (posted > 0) {
@@ -212,6 +256,8 @@ public final class ScheduleExecutor {
             failure = t;
             throw t;
         } finally {
+            this.scalars = null;
+            this.rawReceives = null;
             loop.end();
             if (first != null) {
                 Events.commit(event, id, first.rank(), first.size(), "all-reduce", algorithm, total, type, -1, failure);
@@ -228,9 +274,22 @@ public final class ScheduleExecutor {
         for (int j = 0; j < steps.size(); j++) {
             Step s = steps.get(j);
             switch (s) {
-                case Step.Copy c -> MemorySegment.copy(buffers[c.src().buffer()], c.src().offset() * e,
-                        buffers[c.dst().buffer()], c.dst().offset() * e, c.src().count() * e);
-                case Step.Reduce r -> reduce(r, buffers, type, op, e);
+                case Step.Copy c -> {
+                    if (scaled(c.src())) {
+                        Reductions.scale(type, buffers[c.dst().buffer()], c.dst().offset() * e,
+                                buffers[c.src().buffer()], c.src().offset() * e, c.src().count(), ownScale);
+                    } else {
+                        MemorySegment.copy(buffers[c.src().buffer()], c.src().offset() * e,
+                                buffers[c.dst().buffer()], c.dst().offset() * e, c.src().count() * e);
+                    }
+                }
+                case Step.Reduce r -> {
+                    if (scaled(r.a()) || scaled(r.b())) {
+                        scaledReduce(r, buffers, type, e);
+                    } else {
+                        reduce(r, buffers, type, op, e);
+                    }
+                }
                 case Step.Finish f -> {
                     if (op == ReduceOp.AVG) {
                         Reductions.divide(type, buffers[f.slice().buffer()], f.slice().offset() * e, f.slice().count(),
@@ -244,9 +303,17 @@ public final class ScheduleExecutor {
                 case Step.Recv rcv -> {
                     ensureRequests(posted + 1);
                     MemorySegment dst = keptView(buffers, rcv.dst(), e);
-                    requests[posted++] = rcv.with() == null
-                            ? links[rcv.peer()].recv(dst, null, type, null)
-                            : links[rcv.peer()].recv(dst, keptView(buffers, rcv.with(), e), type, op);
+                    MemorySegment with = rcv.with() == null ? null : keptView(buffers, rcv.with(), e);
+                    Link link = links[rcv.peer()];
+                    if (scalars != null) {
+                        double incomingScale = rawReceives[receiveIndex++] ? scalars[rcv.peer()] : 1;
+                        double withScale = with != null && scaled(rcv.with()) ? ownScale : 1;
+                        requests[posted++] = with == null && incomingScale == 1 ? link.recv(dst, null, type, null)
+                                : link.recv(dst, with, withScale, incomingScale, type, ReduceOp.SUM);
+                    } else {
+                        requests[posted++] = with == null ? link.recv(dst, null, type, null)
+                                : link.recv(dst, with, type, op);
+                    }
                 }
             }
         }
@@ -264,6 +331,20 @@ public final class ScheduleExecutor {
             Reductions.reduce(type, op, buffers[d.buffer()], d.offset() * e, buffers[a.buffer()], a.offset() * e,
                     buffers[b.buffer()], b.offset() * e, d.count());
         }
+    }
+
+    /** Whether reading {@code s} reads this rank's input in a pre-multiplied sum. */
+    private boolean scaled(Slice s) {
+        return scalars != null && s.buffer() == Slice.SEND;
+    }
+
+    /** A reduction with one or both operands from the send buffer: those are scaled as they are read. */
+    private void scaledReduce(Step.Reduce r, MemorySegment[] buffers, DataType type, int e) {
+        Slice a = r.a();
+        Slice b = r.b();
+        Reductions.scaledSum(type, buffers[r.dst().buffer()], r.dst().offset() * e, buffers[a.buffer()],
+                a.offset() * e, scaled(a) ? ownScale : 1, buffers[b.buffer()], b.offset() * e,
+                scaled(b) ? ownScale : 1, r.dst().count());
     }
 
     /** The view of {@code s}: the one kept from the last call of this schedule on these buffers, or a new one. */

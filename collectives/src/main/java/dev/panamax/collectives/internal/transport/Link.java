@@ -65,7 +65,18 @@ public abstract class Link implements AutoCloseable {
      * into {@code dst}; otherwise {@code dst = with op incoming}, element-wise ({@code with} may be
      * {@code dst} itself).
      */
-    public abstract Request recv(MemorySegment dst, MemorySegment with, DataType type, ReduceOp op);
+    public final Request recv(MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
+        return recv(dst, with, 1, 1, type, op);
+    }
+
+    /**
+     * As {@link #recv(MemorySegment, MemorySegment, DataType, ReduceOp)} for a pre-multiplied sum: the operands
+     * are multiplied as they are read, {@code dst = withScale * with + incomingScale * incoming} ({@code op} SUM of
+     * a floating type), or {@code dst = incomingScale * incoming} when {@code with} is null. The transport folds
+     * through {@link Request.Receive#fold}.
+     */
+    public abstract Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
+            DataType type, ReduceOp op);
 
     /** Moves whatever can be moved now, in FIFO order; throws {@link CollectiveException} on failure or once closed. */
     public final void progress() {

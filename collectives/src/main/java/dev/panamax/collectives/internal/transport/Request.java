@@ -2,6 +2,7 @@ package dev.panamax.collectives.internal.transport;
 
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.memory.Reductions;
 
 import java.lang.foreign.MemorySegment;
 
@@ -70,14 +71,35 @@ public abstract class Request {
         public final MemorySegment with;
         public final DataType type;
         public final ReduceOp op;
+        /** The factors {@code with} and the incoming data are multiplied by as they are read (1: none). */
+        public final double withScale;
+        public final double incomingScale;
         public long offset;
 
-        public Receive(Link link, MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
+        public Receive(Link link, MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
+                DataType type, ReduceOp op) {
             super(link);
             this.dst = dst;
             this.with = with;
+            this.withScale = withScale;
+            this.incomingScale = incomingScale;
             this.type = type;
             this.op = op;
+        }
+
+        /**
+         * Folds {@code count} incoming elements, lying at {@code sourceOffset} of {@code source}, into the
+         * destination at byte {@code at}: {@code dst = with op incoming}, the operands scaled where a pre-multiplied
+         * sum asks for it (without {@code with}: the scaled incoming data). For receives with an op only.
+         */
+        public void fold(long at, MemorySegment source, long sourceOffset, long count) {
+            if (with == null) {
+                Reductions.scale(type, dst, at, source, sourceOffset, count, incomingScale);
+            } else if (withScale == 1 && incomingScale == 1) {
+                Reductions.reduce(type, op, dst, at, with, at, source, sourceOffset, count);
+            } else {
+                Reductions.scaledSum(type, dst, at, with, at, withScale, source, sourceOffset, incomingScale, count);
+            }
         }
 
         @Override

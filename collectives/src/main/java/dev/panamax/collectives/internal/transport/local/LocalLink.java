@@ -7,7 +7,6 @@ import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.collectives.internal.transport.Segments;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
-import dev.panamax.memory.Reductions;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
@@ -45,8 +44,9 @@ final class LocalLink extends Link {
     }
 
     @Override
-    public Request recv(MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
-        Request.Receive r = new Request.Receive(this, dst, with, type, op);
+    public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
+            DataType type, ReduceOp op) {
+        Request.Receive r = new Request.Receive(this, dst, with, withScale, incomingScale, type, op);
         recvs.add(r);
         return r;
     }
@@ -68,7 +68,7 @@ final class LocalLink extends Link {
             if (r.op == null) {
                 MemorySegment.copy(m.data, 0, r.dst, 0, expected);
             } else {
-                Reductions.reduce(r.type, r.op, r.dst, 0, r.with, 0, m.data, 0, expected / r.type.byteSize());
+                r.fold(0, m.data, 0, expected / r.type.byteSize());
             }
             m.consumed = true;
             r.complete();

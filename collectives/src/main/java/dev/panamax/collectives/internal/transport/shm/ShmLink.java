@@ -6,7 +6,6 @@ import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
-import dev.panamax.memory.Reductions;
 import dev.panamax.memory.SharedMemory;
 
 import java.io.IOException;
@@ -113,8 +112,9 @@ public final class ShmLink extends Link {
     }
 
     @Override
-    public Request recv(MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
-        Request.Receive r = new Request.Receive(this, dst, with, type, op);
+    public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
+            DataType type, ReduceOp op) {
+        Request.Receive r = new Request.Receive(this, dst, with, withScale, incomingScale, type, op);
         recvs.add(r);
         return r;
     }
@@ -209,8 +209,7 @@ public final class ShmLink extends Link {
             if (r.op == null) {
                 MemorySegment.copy(source, sourceOffset, r.dst, r.offset, piece);
             } else if (piece > 0) {
-                Reductions.reduce(r.type, r.op, r.dst, r.offset, r.with, r.offset, source, sourceOffset,
-                        piece / r.type.byteSize());
+                r.fold(r.offset, source, sourceOffset, piece / r.type.byteSize());
             }
             r.offset += piece;
             LONG.setRelease(in, TAIL, ++tail);

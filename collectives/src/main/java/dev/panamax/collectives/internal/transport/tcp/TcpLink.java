@@ -7,7 +7,6 @@ import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
-import dev.panamax.memory.Reductions;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -60,8 +59,9 @@ public final class TcpLink extends Link {
     }
 
     @Override
-    public Request recv(MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
-        RecvReq r = new RecvReq(this, dst, with, type, op);
+    public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
+            DataType type, ReduceOp op) {
+        RecvReq r = new RecvReq(this, dst, with, withScale, incomingScale, type, op);
         recvs.add(r);
         return r;
     }
@@ -200,8 +200,7 @@ public final class TcpLink extends Link {
                         return;
                     }
                     int piece = stagingBuffer.limit();
-                    Reductions.reduce(r.type, r.op, r.dst, r.offset, r.with, r.offset, staging, 0,
-                            piece / r.type.byteSize());
+                    r.fold(r.offset, staging, 0, piece / r.type.byteSize());
                     r.offset += piece;
                     r.window = null;
                 }
@@ -324,8 +323,9 @@ public final class TcpLink extends Link {
         boolean headerDone;
         ByteBuffer window;
 
-        RecvReq(TcpLink link, MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
-            super(link, dst, with, type, op);
+        RecvReq(TcpLink link, MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
+                DataType type, ReduceOp op) {
+            super(link, dst, with, withScale, incomingScale, type, op);
         }
     }
 }

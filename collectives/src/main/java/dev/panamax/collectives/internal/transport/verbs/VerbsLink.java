@@ -8,7 +8,6 @@ import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
-import dev.panamax.memory.Reductions;
 import dev.panamax.verbs.Access;
 import dev.panamax.verbs.CompletionQueue;
 import dev.panamax.verbs.MemoryRegion;
@@ -219,8 +218,9 @@ public final class VerbsLink extends Link {
     }
 
     @Override
-    public Request recv(MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
-        RecvReq r = new RecvReq(this, dst, with, type, op);
+    public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
+            DataType type, ReduceOp op) {
+        RecvReq r = new RecvReq(this, dst, with, withScale, incomingScale, type, op);
         if (dst.byteSize() == 0) {
             r.markDone();
         } else {
@@ -293,7 +293,7 @@ public final class VerbsLink extends Link {
             if (r.op == null) {
                 MemorySegment.copy(from, 0, r.dst, offset, bytes);
             } else {
-                Reductions.reduce(r.type, r.op, r.dst, offset, r.with, offset, from, 0, bytes / r.type.byteSize());
+                r.fold(offset, from, 0, bytes / r.type.byteSize());
             }
             recvChunkBusy[chunk] = false;
         }
@@ -538,8 +538,9 @@ public final class VerbsLink extends Link {
         long advertised;
         MemoryRegion region;
 
-        RecvReq(VerbsLink link, MemorySegment dst, MemorySegment with, DataType type, ReduceOp op) {
-            super(link, dst, with, type, op);
+        RecvReq(VerbsLink link, MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
+                DataType type, ReduceOp op) {
+            super(link, dst, with, withScale, incomingScale, type, op);
         }
 
         void markDone() {
