@@ -172,13 +172,7 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
         checks.allReduce(send, recv, count, type, op);
-        if (averagesByScaling(type, op)) {
-            PreMulPlan p = plans.preMulPlan(Collective.ALL_REDUCE, count, type, 0);
-            runInIssueOrder(() -> runAverage(p, send, recv, type));
-            return;
-        }
-        Schedule s = plans.plan(Collective.ALL_REDUCE, count, type, 0);
-        runInIssueOrder(() -> runSchedule(s, send, recv, type, op));
+        runInIssueOrder(reduction(Collective.ALL_REDUCE, count, type, op, 0, send, recv));
     }
 
     @Override
@@ -264,13 +258,7 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
         checks.reduceScatter(send, recv, recvCount, type, op);
-        if (averagesByScaling(type, op)) {
-            PreMulPlan p = plans.preMulPlan(Collective.REDUCE_SCATTER, recvCount, type, 0);
-            runInIssueOrder(() -> runAverage(p, send, recv, type));
-            return;
-        }
-        Schedule s = plans.plan(Collective.REDUCE_SCATTER, recvCount, type, 0);
-        runInIssueOrder(() -> runSchedule(s, send, recv, type, op));
+        runInIssueOrder(reduction(Collective.REDUCE_SCATTER, recvCount, type, op, 0, send, recv));
     }
 
     @Override
@@ -290,13 +278,7 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
         checks.reduce(send, recv, count, type, op, root);
-        if (averagesByScaling(type, op)) {
-            PreMulPlan p = plans.preMulPlan(Collective.REDUCE, count, type, root);
-            runInIssueOrder(() -> runAverage(p, send, recv, type));
-            return;
-        }
-        Schedule s = plans.plan(Collective.REDUCE, count, type, root);
-        runInIssueOrder(() -> runSchedule(s, send, recv, type, op));
+        runInIssueOrder(reduction(Collective.REDUCE, count, type, op, root, send, recv));
     }
 
     @Override
@@ -369,10 +351,8 @@ public final class CommunicatorImpl implements Communicator {
     public CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type,
             ReduceOp op) {
         checks.allReduce(send, recv, count, type, op);
-        if (averagesByScaling(type, op)) {
-            return asyncAverage(plans.preMulPlan(Collective.ALL_REDUCE, count, type, 0), send, recv, type);
-        }
-        return async(plans.plan(Collective.ALL_REDUCE, count, type, 0), send, recv, type, op);
+        return runOnWorker(reduction(Collective.ALL_REDUCE, count, type, op, 0, Segments.unscoped(send),
+                Segments.unscoped(recv)));
     }
 
     @Override
@@ -380,10 +360,8 @@ public final class CommunicatorImpl implements Communicator {
             DataType type,
                                                       ReduceOp op) {
         checks.reduceScatter(send, recv, recvCount, type, op);
-        if (averagesByScaling(type, op)) {
-            return asyncAverage(plans.preMulPlan(Collective.REDUCE_SCATTER, recvCount, type, 0), send, recv, type);
-        }
-        return async(plans.plan(Collective.REDUCE_SCATTER, recvCount, type, 0), send, recv, type, op);
+        return runOnWorker(reduction(Collective.REDUCE_SCATTER, recvCount, type, op, 0, Segments.unscoped(send),
+                Segments.unscoped(recv)));
     }
 
     @Override
@@ -405,10 +383,8 @@ public final class CommunicatorImpl implements Communicator {
             ReduceOp op,
                                                int root) {
         checks.reduce(send, recv, count, type, op, root);
-        if (averagesByScaling(type, op)) {
-            return asyncAverage(plans.preMulPlan(Collective.REDUCE, count, type, root), send, recv, type);
-        }
-        return async(plans.plan(Collective.REDUCE, count, type, root), send, recv, type, op);
+        return runOnWorker(reduction(Collective.REDUCE, count, type, op, root, Segments.unscoped(send),
+                Segments.unscoped(recv)));
     }
 
     @Override
@@ -421,12 +397,6 @@ public final class CommunicatorImpl implements Communicator {
     public CompletableFuture<Void> barrierAsync() {
         return async(plans.plan(Collective.BARRIER, 0, DataType.UINT8, 0), MemorySegment.NULL, MemorySegment.NULL,
                 DataType.UINT8, null);
-    }
-
-    private CompletableFuture<Void> asyncAverage(PreMulPlan p, MemorySegment send, MemorySegment recv, DataType type) {
-        MemorySegment sd = Segments.unscoped(send);
-        MemorySegment rv = Segments.unscoped(recv);
-        return runOnWorker(() -> runAverage(p, sd, rv, type));
     }
 
     private CompletableFuture<Void> async(Schedule s, MemorySegment send, MemorySegment recv, DataType type,
@@ -475,6 +445,20 @@ public final class CommunicatorImpl implements Communicator {
      */
     private static boolean averagesByScaling(DataType type, ReduceOp op) {
         return op == ReduceOp.AVG && type.isFloatingPoint() && type != DataType.BFLOAT16;
+    }
+
+    /**
+     * A reducing collective, planned now (so a bad choice fails before any message moves), to run in issue order or
+     * on the worker: the plain schedule, or the pre-multiplied one for an average by scaling.
+     */
+    private Runnable reduction(Collective collective, long count, DataType type, ReduceOp op, int root,
+            MemorySegment send, MemorySegment recv) {
+        if (averagesByScaling(type, op)) {
+            PreMulPlan p = plans.preMulPlan(collective, count, type, root);
+            return () -> runAverage(p, send, recv, type);
+        }
+        Schedule s = plans.plan(collective, count, type, root);
+        return () -> runSchedule(s, send, recv, type, op);
     }
 
     /** An average by scaling: the scalars are known (1/size each), so none are exchanged. */

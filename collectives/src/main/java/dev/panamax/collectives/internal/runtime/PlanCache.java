@@ -139,11 +139,7 @@ final class PlanCache {
         Key key = new Key(Collective.ALL_REDUCE, count, type.byteSize(), 0);
         PreMulPlan p = concurrentPlans.get(key);
         if (p == null) {
-            Planner.Selection c = select(Collective.ALL_REDUCE, count, type, 0);
-            List<Schedule> all = new ArrayList<>(size);
-            for (int r = 0; r < size; r++) {
-                all.add(c.algorithm().build(c.problem().atRank(r)));
-            }
+            List<Schedule> all = everyRank(select(Collective.ALL_REDUCE, count, type, 0));
             if (!Simulator.stageAligned(all)) {
                 all.clear();
                 for (int r = 0; r < size; r++) {
@@ -170,16 +166,22 @@ final class PlanCache {
         Key key = new Key(collective, count, type.byteSize(), root);
         PreMulPlan p = preMulPlans.get(key);
         if (p == null || p.schedule() != mine) {
-            Planner.Selection c = select(collective, count, type, root);
-            List<Schedule> all = new ArrayList<>(size);
-            for (int r = 0; r < size; r++) {
-                all.add(r == rank ? mine : c.algorithm().build(c.problem().atRank(r)));
-            }
+            List<Schedule> all = everyRank(select(collective, count, type, root));
+            all.set(rank, mine); // the plan keeps the very schedule the plain call runs
             p = PreMulPlan.of(all, rank);
             preMulPlans.put(key, p);
         }
         lastPreMulPlan = p;
         return p;
+    }
+
+    /** The schedules of every rank for selection {@code c}, by rank. */
+    private List<Schedule> everyRank(Planner.Selection c) {
+        List<Schedule> all = new ArrayList<>(size);
+        for (int r = 0; r < size; r++) {
+            all.add(c.algorithm().build(c.problem().atRank(r)));
+        }
+        return all;
     }
 
     private Planner.Selection select(Collective collective, long count, DataType type, int root) {
