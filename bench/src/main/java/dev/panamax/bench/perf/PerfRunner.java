@@ -285,16 +285,17 @@ public final class PerfRunner {
             wrong = b.wrongs.get(ValueLayout.JAVA_LONG, 0);
         }
         // -1 where this rank's counts are unknown (JMX off): any such rank drops the columns
-        double[] waits = waitsBefore == null || waitsAfter == null ? new double[] {-1, -1, -1, -1, -1, -1}
+        double[] waits = waitsBefore == null || waitsAfter == null ? new double[] {-1, -1, -1, -1, -1, -1, -1}
                 : waitsAfter.perCallSince(waitsBefore, iters);
         double[] mine = {timeUs, histogram.getMinValue() / 1e3, histogram.getValueAtPercentile(50) / 1e3,
                 histogram.getValueAtPercentile(99) / 1e3, histogram.getMaxValue() / 1e3, waits[0], -waits[1], waits[2],
-                waits[3], waits[4], waits[5]};
+                waits[3], waits[4], waits[5], waits[6]};
         MemorySegment.copy(mine, 0, b.stats, ValueLayout.JAVA_DOUBLE, 0, mine.length);
         b.statsComm.allReduce(b.stats, mine.length, DataType.FLOAT64, ReduceOp.MAX);
         double[] all = b.stats.asSlice(0, mine.length * Double.BYTES).toArray(ValueLayout.JAVA_DOUBLE);
         // the share served spinning goes in negated, so that the maximum gives the smallest share
-        Row.Waits w = waits[0] < 0 ? null : new Row.Waits(all[5], -all[6], all[7], all[8], all[9], all[10]);
+        Row.Waits w = waits[0] < 0 ? null : new Row.Waits(all[5], -all[6], all[7], all[8], all[9], all[10],
+                all[11]);
         return Row.of(c, count, ts, type.canonicalName(), config.redopName(), c.rooted() ? config.root() : -1, ranks,
                 all[0], wrong, all[1], all[2], all[3], all[4]).withWaits(w);
     }

@@ -38,14 +38,15 @@ public record Row(long size, long count, String type, String redop, int root, do
      * @param spinsPerCall     spin rounds per call
      * @param yieldsPerCall    yields of the CPU per call
      * @param parksPerCall     20 us parks per call
+     * @param sleepsPerCall    sleeps on the shared-memory doorbell per call (until a peer's write woke the rank)
      * @param spinUs     how long the latest wait could spin (0 while the CPUs were contended)
      */
     public record Waits(double idlePerCall, double servedSpinning, double spinsPerCall, double yieldsPerCall,
-                        double parksPerCall, double spinUs) {
+                        double parksPerCall, double sleepsPerCall, double spinUs) {
     }
 
     /** The widths of the {@code --waits} columns, for the header lines and a row without counts. */
-    private static final String WAITS_COLUMNS = " %7s %6s %8s %8s %7s %7s";
+    private static final String WAITS_COLUMNS = " %7s %6s %8s %8s %7s %7s %7s";
 
     /** Builds a row from the measured time, computing the bandwidths. */
     public static Row of(PerfCollective c, long count, int typeSize, String type, String redop, int root, int ranks,
@@ -110,9 +111,10 @@ public record Row(long size, long count, String type, String redop, int root, do
             units += String.format(Locale.ROOT, " %10s %10s %10s", "(us)", "(us)", "(us)");
         }
         if (waits) {
-            names += String.format(Locale.ROOT, WAITS_COLUMNS, "idle", "spun", "spins", "yields", "parks", "spin");
+            names += String.format(Locale.ROOT, WAITS_COLUMNS, "idle", "spun", "spins", "yields", "parks", "sleeps",
+                    "spin");
             units += String.format(Locale.ROOT, WAITS_COLUMNS, "(/call)", "(%)", "(/call)", "(/call)", "(/call)",
-                    "(us)");
+                    "(/call)", "(us)");
         }
         names += "  algorithm";
         return names + System.lineSeparator() + units;
@@ -132,10 +134,10 @@ public record Row(long size, long count, String type, String redop, int root, do
             line += String.format(Locale.ROOT, " %10s %10s %10s", time(p50Us), time(p99Us), time(maxUs));
         }
         if (withWaits) {
-            line += waits == null ? String.format(Locale.ROOT, WAITS_COLUMNS, "-", "-", "-", "-", "-", "-")
-                    : String.format(Locale.ROOT, " %7.2f %6.1f %8.1f %8.2f %7.2f %7.1f", waits.idlePerCall,
+            line += waits == null ? String.format(Locale.ROOT, WAITS_COLUMNS, "-", "-", "-", "-", "-", "-", "-")
+                    : String.format(Locale.ROOT, " %7.2f %6.1f %8.1f %8.2f %7.2f %7.2f %7.1f", waits.idlePerCall,
                     100 * waits.servedSpinning, waits.spinsPerCall, waits.yieldsPerCall, waits.parksPerCall,
-                    waits.spinUs);
+                    waits.sleepsPerCall, waits.spinUs);
         }
         return line + "  " + algorithmColumn();
     }

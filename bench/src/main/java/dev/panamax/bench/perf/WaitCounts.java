@@ -15,9 +15,11 @@ import javax.management.ObjectName;
  * @param spins           idles spent spinning
  * @param yields          idles spent yielding the CPU
  * @param parks           idles spent parking
+ * @param sleeps          idles spent asleep on the shared-memory doorbell
  * @param spinNanos how long the latest wait could spin
  */
-record WaitCounts(long waits, long servedSpinning, long spins, long yields, long parks, long spinNanos) {
+record WaitCounts(long waits, long servedSpinning, long spins, long yields, long parks, long sleeps,
+                  long spinNanos) {
     private static final MBeanServer SERVER = ManagementFactory.getPlatformMBeanServer();
 
     /**
@@ -41,7 +43,7 @@ record WaitCounts(long waits, long servedSpinning, long spins, long yields, long
         }
         try {
             return new WaitCounts(get(bean, "IdleWaits"), get(bean, "WaitsServedSpinning"), get(bean, "Spins"),
-                    get(bean, "Yields"), get(bean, "Parks"), get(bean, "SpinNanos"));
+                    get(bean, "Yields"), get(bean, "Parks"), get(bean, "Sleeps"), get(bean, "SpinNanos"));
         } catch (JMException e) {
             return null;
         }
@@ -53,13 +55,13 @@ record WaitCounts(long waits, long servedSpinning, long spins, long yields, long
 
     /**
      * Per call from {@code before} to this: waits that idled, the share of them served while spinning,
-     * spins, yields, parks, and the latest spin in microseconds.
+     * spins, yields, parks, sleeps, and the latest spin in microseconds.
      */
     double[] perCallSince(WaitCounts before, int calls) {
         double n = Math.max(1, calls);
         long w = waits - before.waits;
         return new double[] {w / n, w == 0 ? 1 : (servedSpinning - before.servedSpinning) / (double) w,
             (spins - before.spins) / n, (yields - before.yields) / n, (parks - before.parks) / n,
-            spinNanos / 1e3};
+            (sleeps - before.sleeps) / n, spinNanos / 1e3};
     }
 }

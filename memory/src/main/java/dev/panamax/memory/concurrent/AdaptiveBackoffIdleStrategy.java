@@ -55,6 +55,8 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     public static final long MIN_PENALTY_NANOS = 10_000_000;
     /** The longest penalty, reached by doubling while spins keep being preempted. */
     public static final long MAX_PENALTY_NANOS = 1_000_000_000;
+    /** The longest sleep on a doorbell: a wait still checks its peers and its deadline this often. */
+    public static final long SLEEP_NANOS = 1_000_000;
     /** Read the clock every few rounds: it costs about as much as a poll. */
     static final int CLOCK_EVERY = 8;
 
@@ -80,6 +82,10 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     private long spins;
     private long yields;
     private long parks;
+    private long sleeps;
+    private long wokenSleeps;
+    /** The doorbell armed by the wait in progress, disarmed when it ends or progresses; null when none. */
+    private Doorbell armed;
 
     /**
      * @param oversubscribed true when the host runs more waiting threads than CPUs: never spin, and yield
@@ -107,6 +113,10 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     /** Starts a wait, or starts it over after progress: the next idle begins with the spin again. */
     @Override
     public void reset() {
+        if (armed != null) {
+            armed.disarm();
+            armed = null;
+        }
         if (switchesAtMark >= 0) {
             spinEnded(nanoClock.getAsLong());
         }
@@ -126,6 +136,55 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
 
     @Override
     public void idle() {
+        idleIn(advance());
+    }
+
+    private void idleIn(Phase p) {
+        switch (p) {
+            case SPINNING -> {
+                spins++;
+                Thread.onSpinWait();
+            }
+            case YIELDING -> {
+                yields++;
+                Thread.yield();
+            }
+            case PARKING -> {
+                parks++;
+                LockSupport.parkNanos(PARK_NANOS);
+            }
+        }
+    }
+
+    /**
+     * Idles once, sleeping on {@code bell} where {@link #idle()} would park: every write the caller waits for rings
+     * {@code bell}, so a wait that outlasted the spin and the yields sleeps until the write itself wakes it, instead
+     * of waking every {@link #PARK_NANOS} to poll. The caller polls between two calls: the first of a sleep arms
+     * the bell, the next sleeps (up to {@link #SLEEP_NANOS}) unless the bell was rung since. {@link #reset()} and
+     * {@link #waitEnded()} disarm it. With a null {@code bell}, as {@link #idle()}.
+     *
+     * <p>Why only there, measured on 2 CPUs (docs/results/performance.md): sleeping at once instead of yielding
+     * when the ranks outnumber the CPUs made 8 B-32 KiB all-reduces 5-14x slower (a futex wake-up costs tens of
+     * microseconds there, a yield hands the CPU over at once), and sleeping right after the spin let the wake-ups
+     * pull both ranks onto one CPU (p50 0.7 to 2 us, stalls of milliseconds).
+     */
+    public void idle(Doorbell bell) {
+        Phase p = advance();
+        if (bell == null || p != Phase.PARKING) {
+            idleIn(p);
+        } else if (!bell.isArmed()) {
+            armed = bell;
+            bell.arm();
+        } else {
+            sleeps++;
+            if (bell.sleep(SLEEP_NANOS)) {
+                wokenSleeps++;
+            }
+        }
+    }
+
+    /** The phase of this idle: reads the clock every few rounds and moves on when the phase's time is up. */
+    private Phase advance() {
         if ((rounds++ & (CLOCK_EVERY - 1)) == 0) {
             long now = nanoClock.getAsLong();
             if (rounds == 1) {
@@ -143,20 +202,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
             }
             phase = next;
         }
-        switch (phase) {
-            case SPINNING -> {
-                spins++;
-                Thread.onSpinWait();
-            }
-            case YIELDING -> {
-                yields++;
-                Thread.yield();
-            }
-            case PARKING -> {
-                parks++;
-                LockSupport.parkNanos(PARK_NANOS);
-            }
-        }
+        return phase;
     }
 
     /**
@@ -197,7 +243,8 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
 
     /** What this strategy has done so far; may be read racily from other threads (monitoring only). */
     public Counts counts() {
-        return new Counts(spinNanos, waits, servedSpinning, spins, yields, parks, preemptedSpins);
+        return new Counts(spinNanos, waits, servedSpinning, spins, yields, parks, sleeps, wokenSleeps,
+                preemptedSpins);
     }
 
     @Override
@@ -216,15 +263,18 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      * @param spins          idles spent spinning ({@link Thread#onSpinWait()})
      * @param yields         idles spent yielding ({@link Thread#yield()})
      * @param parks          idles spent parking, {@link #PARK_NANOS} ns each
+     * @param sleeps         idles spent asleep on a doorbell ({@link #idle(Doorbell)}), up to {@link #SLEEP_NANOS}
+     *                       each
+     * @param wokenSleeps    of those, the sleeps a ring ended (the others ran into their timeout)
      * @param preemptedSpins spins during which the thread was switched off its CPU (each began a penalty)
      */
     public record Counts(long spinNanos, long waits, long servedSpinning, long spins, long yields, long parks,
-                         long preemptedSpins) {
+                         long sleeps, long wokenSleeps, long preemptedSpins) {
         @Override
         public String toString() {
             return String.format(Locale.ROOT, "spin %.1f us; waits %d (served spinning %d), spins %d, yields %d, "
-                    + "parks %d, preempted spins %d", spinNanos / 1e3, waits, servedSpinning, spins, yields, parks,
-                    preemptedSpins);
+                    + "parks %d, sleeps %d (woken %d), preempted spins %d", spinNanos / 1e3, waits, servedSpinning,
+                    spins, yields, parks, sleeps, wokenSleeps, preemptedSpins);
         }
     }
 }

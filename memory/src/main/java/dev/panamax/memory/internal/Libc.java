@@ -12,8 +12,8 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 
 /**
- * The few libc calls Panamax makes itself (memfd_create, close, strerror, getrusage), with
- * errno captured per call through {@link Linker.Option#captureCallState}.
+ * The few libc calls Panamax makes itself (memfd_create, close, strerror, getrusage, the futex system call),
+ * with errno captured per call through {@link Linker.Option#captureCallState}.
  */
 public final class Libc {
     private static final Linker LINKER = Linker.nativeLinker();
@@ -45,6 +45,28 @@ public final class Libc {
     private static final long RU_NIVCSW = 136;
     private static final boolean IS_LINUX_64 = System.getProperty("os.name", "").startsWith("Linux")
             && ValueLayout.ADDRESS.byteSize() == 8;
+
+    // long syscall(long number, ...); for futex(2), which glibc does not wrap:
+    // syscall(SYS_futex, uint32_t *uaddr, int futex_op, uint32_t val, const struct timespec *timeout)
+    private static final MethodHandle SYSCALL_FUTEX = downcall("syscall",
+            FunctionDescriptor.of(ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS,
+                    ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.ADDRESS),
+            Linker.Option.firstVariadicArg(1), CAPTURE_ERRNO);
+    /** SYS_futex of asm/unistd_64.h on x86-64 and asm-generic/unistd.h on arm64; -1 elsewhere (unsupported). */
+    private static final long SYS_FUTEX = !IS_LINUX_64 ? -1 : switch (System.getProperty("os.arch", "")) {
+        case "amd64", "x86_64" -> 202;
+        case "aarch64" -> 98;
+        default -> -1;
+    };
+    /** FUTEX_WAIT and FUTEX_WAKE of linux/futex.h, without FUTEX_PRIVATE_FLAG: the word may be shared by processes. */
+    private static final int FUTEX_WAIT = 0;
+    private static final int FUTEX_WAKE = 1;
+    /** {@code struct timespec}: {@code tv_sec}, {@code tv_nsec}, two longs on 64-bit Linux. */
+    public static final long TIMESPEC_BYTES = 16;
+    /** errno values of asm-generic/errno-base.h and errno.h a futex wait returns in normal operation. */
+    public static final int EINTR = 4;
+    public static final int EAGAIN = 11;
+    public static final int ETIMEDOUT = 110;
 
     /** MFD_CLOEXEC from linux/memfd.h. */
     public static final int MFD_CLOEXEC = 1;
@@ -109,6 +131,63 @@ public final class Libc {
         } catch (Throwable t) {
             return -1;
         }
+    }
+
+    /** Whether {@link #futexWait} and {@link #futexWake} work here (64-bit Linux on x86-64 or arm64). */
+    public static boolean hasFutex() {
+        return SYSCALL_FUTEX != null && SYS_FUTEX >= 0;
+    }
+
+    /**
+     * {@code futex(word, FUTEX_WAIT, expected, timeout)}: sleeps while the 32-bit {@code word} (4-byte aligned,
+     * possibly in memory shared with other processes) holds {@code expected}, until a {@link #futexWake} on it,
+     * the timeout or a signal. Returns 0 when woken, else the errno: {@link #EAGAIN} (the word did not hold
+     * {@code expected}), {@link #ETIMEDOUT} or {@link #EINTR}; throws on any other failure.
+     * {@code timespec} ({@link #TIMESPEC_BYTES}) and {@code state} ({@link #allocateCallState}) are
+     * scratch the caller owns, so that a wait allocates nothing.
+     */
+    public static int futexWait(MemorySegment word, int expected, long timeoutNanos, MemorySegment timespec,
+            MemorySegment state) {
+        require(SYS_FUTEX >= 0 ? SYSCALL_FUTEX : null, "futex");
+        timespec.set(ValueLayout.JAVA_LONG, 0, timeoutNanos / 1_000_000_000L);
+        timespec.set(ValueLayout.JAVA_LONG, 8, timeoutNanos % 1_000_000_000L);
+        long rc;
+        try {
+            rc = (long) SYSCALL_FUTEX.invokeExact(state, SYS_FUTEX, word, FUTEX_WAIT, expected, timespec);
+        } catch (Throwable t) {
+            throw new IllegalStateException("futex(FUTEX_WAIT)", t);
+        }
+        if (rc == 0) {
+            return 0;
+        }
+        int errno = errno(state);
+        if (errno == EAGAIN || errno == ETIMEDOUT || errno == EINTR) {
+            return errno;
+        }
+        throw new NativeCallException("futex(FUTEX_WAIT)", rc, errno);
+    }
+
+    /**
+     * {@code futex(word, FUTEX_WAKE, count)}: wakes up to {@code count} threads (of any process) sleeping in
+     * {@link #futexWait} on {@code word}; returns how many it woke. {@code state}: as for {@link #futexWait}.
+     */
+    public static int futexWake(MemorySegment word, int count, MemorySegment state) {
+        require(SYS_FUTEX >= 0 ? SYSCALL_FUTEX : null, "futex");
+        long rc;
+        try {
+            rc = (long) SYSCALL_FUTEX.invokeExact(state, SYS_FUTEX, word, FUTEX_WAKE, count, MemorySegment.NULL);
+        } catch (Throwable t) {
+            throw new IllegalStateException("futex(FUTEX_WAKE)", t);
+        }
+        if (rc < 0) {
+            throw new NativeCallException("futex(FUTEX_WAKE)", rc, errno(state));
+        }
+        return (int) rc;
+    }
+
+    /** A buffer for the errno that {@link #futexWait} and {@link #futexWake} capture. */
+    public static MemorySegment allocateCallState(Arena arena) {
+        return arena.allocate(CAPTURE);
     }
 
     /** The text of {@code strerror(errnum)}. */

@@ -2,8 +2,16 @@ package dev.panamax.memory.concurrent;
 
 import dev.panamax.memory.concurrent.AdaptiveBackoffIdleStrategy.Phase;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledOnOs;
+import org.junit.jupiter.api.condition.OS;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The decisions of {@link AdaptiveBackoffIdleStrategy} on a clock and a switch count the test sets: which phase
@@ -197,5 +205,45 @@ class AdaptiveBackoffIdleStrategyTest {
         s.waitEnded();
         assertEquals(1, s.counts().waits());
         assertEquals(0, s.counts().servedSpinning());
+    }
+
+    @Test
+    @EnabledOnOs(OS.LINUX)
+    void withADoorbellTheParkingPhaseSleepsOnItArmingItFirstAndAnEndedWaitDisarmsIt() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment word = arena.allocate(Doorbell.BYTES, 4);
+            Doorbell bell = new Doorbell(word);
+            Doorbell writer = new Doorbell(word);
+            AdaptiveBackoffIdleStrategy s = strategy(false);
+            s.reset();
+            long parkAt = SPIN + AdaptiveBackoffIdleStrategy.YIELD_NANOS;
+            now = START;
+            s.idle(bell);
+            now = START + SPIN;
+            for (int i = 0; i < AdaptiveBackoffIdleStrategy.CLOCK_EVERY; i++) {
+                s.idle(bell);
+            }
+            assertFalse(bell.isArmed(), "spinning and yielding leave the bell alone");
+            now = START + parkAt;
+            for (int i = 0; i < AdaptiveBackoffIdleStrategy.CLOCK_EVERY - 1; i++) {
+                s.idle(bell); // reaches the clock read that enters the parking phase
+            }
+            s.idle(bell);
+            assertTrue(bell.isArmed(), "the first idle of the parking phase arms");
+            assertEquals(1, word.get(ValueLayout.JAVA_INT, 0));
+            assertEquals(0, s.counts().sleeps());
+            writer.ring(); // the write the caller waits for, between its poll and the next idle
+            assertEquals(0, word.get(ValueLayout.JAVA_INT, 0), "the ring cleared the word");
+            s.idle(bell); // returns at once: the word no longer holds 1
+            assertEquals(1, s.counts().sleeps());
+            assertEquals(1, s.counts().wokenSleeps(), "the ring ended it");
+            assertEquals(0, s.counts().parks(), "with a doorbell the parking phase never parks");
+            assertFalse(bell.isArmed());
+            s.idle(bell);
+            assertTrue(bell.isArmed(), "still waiting: arms again");
+            s.waitEnded();
+            assertFalse(bell.isArmed());
+            assertEquals(0, word.get(ValueLayout.JAVA_INT, 0), "an ended wait disarms: writers stop waking it");
+        }
     }
 }

@@ -28,7 +28,7 @@ import javax.management.ReflectionException;
  * {@code Transports}, {@code TimeoutSeconds}, {@code Closed}, {@code InFlight} (the collective
  * in progress, its algorithm and stage, and the requests it has been waiting on and for how long;
  * empty when idle), and how its waits idled: {@code SpinNanos} (of the latest wait), {@code IdleWaits},
- * {@code WaitsServedSpinning}, {@code Spins}, {@code Yields}, {@code Parks} and
+ * {@code WaitsServedSpinning}, {@code Spins}, {@code Yields}, {@code Parks}, {@code Sleeps}, {@code SleepsWoken} and
  * {@code PreemptedSpins} (totals so far). These are read racily from the running thread's plain
  * fields (see the runtime's progress loop): no cost on the collective, at worst a snapshot that
  * straddles two stages.
@@ -61,6 +61,10 @@ public final class CommunicatorMBean implements DynamicMBean {
                     attribute("Spins", "long", "idles spent spinning, so far"),
                     attribute("Yields", "long", "idles spent yielding the CPU, so far"),
                     attribute("Parks", "long", "idles spent parking (20 us each), so far"),
+                    attribute("Sleeps", "long",
+                            "idles spent asleep until a peer's write on shared memory woke the rank, so far"),
+                    attribute("SleepsWoken", "long",
+                            "of those, the sleeps a peer's write ended (the others ran into their 1 ms timeout)"),
                     attribute("PreemptedSpins", "long",
                             "spins the kernel preempted, so far (each stops spinning for a while)"),
             }, null, null, null);
@@ -154,6 +158,8 @@ public final class CommunicatorMBean implements DynamicMBean {
             case "Spins" -> waits.get().spins();
             case "Yields" -> waits.get().yields();
             case "Parks" -> waits.get().parks();
+            case "Sleeps" -> waits.get().sleeps();
+            case "SleepsWoken" -> waits.get().wokenSleeps();
             case "PreemptedSpins" -> waits.get().preemptedSpins();
             default -> throw new AttributeNotFoundException(attribute);
         };

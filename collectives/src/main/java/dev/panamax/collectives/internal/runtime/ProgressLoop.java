@@ -6,6 +6,7 @@ import dev.panamax.collectives.RevokedException;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.memory.concurrent.AdaptiveBackoffIdleStrategy;
+import dev.panamax.memory.concurrent.Doorbell;
 import dev.panamax.memory.concurrent.IdleStrategies;
 
 import java.util.StringJoiner;
@@ -136,6 +137,7 @@ public final class ProgressLoop {
     void awaitAll(Request[] rs, int count) {
         long start = 0;
         long lastCheck = 0;
+        Doorbell doorbell = null;
         backoff.reset();
         while (true) {
             boolean progressed = false;
@@ -176,6 +178,7 @@ public final class ProgressLoop {
                 waiting = rs;
                 waitingCount = count;
                 waitSince = now;
+                doorbell = commonDoorbell(rs, count);
             } else if (now - lastCheck > LIVENESS_CHECK_NANOS) {
                 lastCheck = now;
                 try {
@@ -191,8 +194,27 @@ public final class ProgressLoop {
                     throw new CollectiveTimeoutException(message);
                 }
             }
-            backoff.idle();
+            backoff.idle(doorbell);
         }
+    }
+
+    /**
+     * The doorbell that all the pending requests' links share (the shared-memory inbox's), on which the wait can
+     * sleep until a peer's write wakes it; null when some link has none or they differ (the wait then polls).
+     */
+    private static Doorbell commonDoorbell(Request[] rs, int count) {
+        Doorbell common = null;
+        for (int i = 0; i < count; i++) {
+            Request r = rs[i];
+            if (r != null && !r.isDone()) {
+                Doorbell d = r.link().doorbell();
+                if (d == null || (common != null && d != common)) {
+                    return null;
+                }
+                common = d;
+            }
+        }
+        return common;
     }
 
     /**

@@ -5,6 +5,7 @@ import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.collectives.RevokedException;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.memory.concurrent.Doorbell;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
@@ -77,6 +78,16 @@ public abstract class Link implements AutoCloseable {
      */
     public abstract Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
             DataType type, ReduceOp op);
+
+    /**
+     * The doorbell a thread waiting on this link's requests may sleep on, or null where nothing can wake a
+     * sleeping waiter (the waiter then polls, yields and parks). Every write of the peer that can advance one of
+     * this link's requests rings it after the write; links of one transport that share the doorbell return the
+     * same object, so that a wait on several of them sleeps on it too.
+     */
+    public Doorbell doorbell() {
+        return null;
+    }
 
     /** Moves whatever can be moved now, in FIFO order; throws {@link CollectiveException} on failure or once closed. */
     public final void progress() {

@@ -7,6 +7,7 @@ import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import dev.panamax.memory.SharedMemory;
+import dev.panamax.memory.concurrent.Doorbell;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -32,6 +33,10 @@ import java.util.Map;
  * buffer came from the communicator's shared-memory allocator, a reference to it: the receiver
  * maps the sender's region and reads the data where it lies (zero copies through staging), and
  * the send completes when the receiver has consumed it.
+ *
+ * <p>The inbox starts with a header holding the owner's {@link Doorbell}: a rank whose wait found nothing
+ * after spinning sleeps on it, and every write into a channel (a published slot, a consumed one) rings the
+ * other side's doorbell after the store, so the write itself wakes the waiter.
  */
 public final class ShmLink extends Link {
     static final int SLOTS = 8;
@@ -48,6 +53,9 @@ public final class ShmLink extends Link {
     private static final long DESCRIPTOR_BYTES = 64;
     private static final long DATA = 4096;
     public static final long BLOCK_BYTES = DATA + SLOTS * SLOT_BYTES;
+    /** The inbox header before the channel blocks: the owner's doorbell in its own cache line. */
+    private static final long INBOX_HEADER_BYTES = 4096;
+    private static final long DOORBELL = 0;
 
     // descriptor fields (one cache line per slot)
     private static final long D_SEQUENCE = 0;     // slot's sequence number + 1, written last
@@ -75,6 +83,11 @@ public final class ShmLink extends Link {
     /** Channel from us to the peer: block {@code self} of the peer's inbox. */
     private final MemorySegment out;
     private final SharedMemory.Region peerInbox;
+    /** The doorbell of our inbox, shared by all our shm links: we sleep on it. */
+    private final Doorbell ownDoorbell;
+    private final MemorySegment ownInbox;
+    /** The doorbell of the peer's inbox: rung after each write the peer may be waiting for. */
+    private final Doorbell peerDoorbell;
     private final ShmAllocator allocator;
     private final ArrayDeque<SendReq> sends = new ArrayDeque<>();
     private final ArrayDeque<SendReq> awaitingConsumption = new ArrayDeque<>();
@@ -84,21 +97,44 @@ public final class ShmLink extends Link {
     private long peerTail;   // last seen consumer position of out
     private long tail;       // next slot we consume on in
 
-    public ShmLink(int self, int peer, long peerPid, MemorySegment ownInbox, SharedMemory.Region peerInbox,
-            ShmAllocator allocator) {
+    /**
+     * @param ownInbox     this rank's inbox ({@link #inboxBytes} long)
+     * @param ownDoorbell  {@link #doorbellOf} the own inbox, one object for all the links of this rank
+     * @param peerInbox    the peer's inbox, mapped here; the link closes it
+     */
+    public ShmLink(int self, int peer, long peerPid, MemorySegment ownInbox, Doorbell ownDoorbell,
+            SharedMemory.Region peerInbox, ShmAllocator allocator) {
         super(peer);
         this.self = self;
         this.peerPid = peerPid;
-        this.in = ownInbox.asSlice(peer * BLOCK_BYTES, BLOCK_BYTES);
-        this.out = peerInbox.segment().asSlice(self * BLOCK_BYTES, BLOCK_BYTES);
+        this.in = ownInbox.asSlice(INBOX_HEADER_BYTES + peer * BLOCK_BYTES, BLOCK_BYTES);
+        this.out = peerInbox.segment().asSlice(INBOX_HEADER_BYTES + self * BLOCK_BYTES, BLOCK_BYTES);
+        this.ownDoorbell = ownDoorbell;
+        this.ownInbox = ownInbox;
+        this.peerDoorbell = doorbellOf(peerInbox.segment());
         this.peerInbox = peerInbox;
         this.allocator = allocator;
         // Channels are fresh (zeroed) memory: sequence numbers start at 0 on both sides.
     }
 
+    /** The byte size of an inbox for a communicator of {@code size} ranks. */
+    static long inboxBytes(int size) {
+        return INBOX_HEADER_BYTES + size * BLOCK_BYTES;
+    }
+
+    /** A doorbell object over the doorbell word of {@code inbox}. */
+    static Doorbell doorbellOf(MemorySegment inbox) {
+        return new Doorbell(inbox.asSlice(DOORBELL, Doorbell.BYTES));
+    }
+
     @Override
     public String kind() {
         return "shm";
+    }
+
+    @Override
+    public Doorbell doorbell() {
+        return Doorbell.isSupported() ? ownDoorbell : null;
     }
 
     @Override
@@ -121,8 +157,12 @@ public final class ShmLink extends Link {
 
     @Override
     protected void doProgress() {
-        progressSends();
-        progressRecvs();
+        if (progressSends()) {
+            peerDoorbell.ring();
+        }
+        if (progressRecvs()) {
+            peerDoorbell.ring();
+        }
         SendReq c;
         if ((c = awaitingConsumption.peek()) != null
                 && (peerTail = (long) LONG.getAcquire(out, TAIL)) > c.referenceSlot) {
@@ -141,9 +181,12 @@ public final class ShmLink extends Link {
         return head - peerTail < SLOTS;
     }
 
-    private void progressSends() {
+    /** Publishes what the ring has room for; true when it published a slot. */
+    private boolean progressSends() {
+        boolean published = false;
         SendReq r;
         while ((r = sends.peek()) != null && slotFree()) {
+            published = true;
             long slot = head % SLOTS;
             long d = DESCRIPTORS + slot * DESCRIPTOR_BYTES;
             long bytes = r.src.byteSize();
@@ -177,9 +220,12 @@ public final class ShmLink extends Link {
                 sends.poll();
             }
         }
+        return published;
     }
 
-    private void progressRecvs() {
+    /** Consumes the slots that have arrived for the posted receives; true when it consumed one. */
+    private boolean progressRecvs() {
+        boolean consumed = false;
         Request.Receive r;
         while ((r = recvs.peek()) != null
                 && (long) LONG.getAcquire(in, DESCRIPTORS + (tail % SLOTS) * DESCRIPTOR_BYTES + D_SEQUENCE) == tail
@@ -213,11 +259,13 @@ public final class ShmLink extends Link {
             }
             r.offset += piece;
             LONG.setRelease(in, TAIL, ++tail);
+            consumed = true;
             if (r.offset == expected) {
                 r.complete();
                 recvs.poll();
             }
         }
+        return consumed;
     }
 
     @Override
@@ -261,6 +309,10 @@ public final class ShmLink extends Link {
             int closed = blame() >= 0 ? CLOSED_BLAMING + blame() : 1;
             out.set(ValueLayout.JAVA_INT, SENDER_CLOSED, closed);
             in.set(ValueLayout.JAVA_INT, RECEIVER_CLOSED, closed);
+            // Wake both sides' sleepers (an abort from another thread, a peer asleep on us): new objects, since the
+            // progress thread may be ringing through the link's own at this moment.
+            doorbellOf(peerInbox.segment()).ring();
+            doorbellOf(ownInbox).ring();
         } catch (IllegalStateException ignored) {
             // our inbox is unmapped already (the process group closed first)
         }

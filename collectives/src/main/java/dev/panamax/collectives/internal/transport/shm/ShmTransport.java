@@ -6,6 +6,7 @@ import dev.panamax.collectives.internal.transport.PeerInfo;
 import dev.panamax.collectives.internal.transport.Rendezvous;
 import dev.panamax.collectives.internal.transport.Transport;
 import dev.panamax.memory.SharedMemory;
+import dev.panamax.memory.concurrent.Doorbell;
 
 /**
  * Shared memory between processes of one host: each rank creates one inbox with a block per peer
@@ -35,8 +36,9 @@ public final class ShmTransport implements Transport {
     @Override
     public Session connect(Rendezvous rendezvous, PeerInfo[] peers, Link[] links) {
         int rank = rendezvous.rank();
-        SharedMemory.Region inbox = SharedMemory.create("inbox-" + rank, rendezvous.size() * ShmLink.BLOCK_BYTES);
+        SharedMemory.Region inbox = SharedMemory.create("inbox-" + rank, ShmLink.inboxBytes(rendezvous.size()));
         try {
+            Doorbell doorbell = ShmLink.doorbellOf(inbox.segment());
             rendezvous.publish(name(), inbox.handle().encode());
             for (PeerInfo p : peers) {
                 SharedMemory.Handle handle = SharedMemory.Handle.decode(rendezvous.lookup(name(), p.rank()));
@@ -51,7 +53,8 @@ public final class ShmTransport implements Transport {
                     throw new PeerFailedException(p.rank(), "rank " + rank + ": rank " + p.rank() + " (pid " + p.pid()
                             + ") died before this rank mapped its inbox", e);
                 }
-                links[p.rank()] = new ShmLink(rank, p.rank(), p.pid(), inbox.segment(), peerInbox, allocator);
+                links[p.rank()] = new ShmLink(rank, p.rank(), p.pid(), inbox.segment(), doorbell, peerInbox,
+                        allocator);
             }
         } catch (RuntimeException e) {
             inbox.close();
