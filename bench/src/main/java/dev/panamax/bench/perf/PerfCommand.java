@@ -162,8 +162,15 @@ public final class PerfCommand implements Callable<Integer> {
     boolean percentiles;
 
     @Option(names = "--waits", description = "add how the waits idled per call (waits that idled, the share "
-            + "served while spinning, spins, yields, parks) and the spin of the latest wait, maximum over the ranks")
+            + "served while spinning, spins, yields, parks, sleeps), the spin of the latest wait and the calling "
+            + "thread's CPU time, maximum over the ranks")
     boolean waits;
+
+    @Option(names = "--straggle", paramLabel = "US", defaultValue = "0",
+            description = "the last rank sleeps US microseconds before every measured call, so that the others "
+                    + "wait for it past their spin (with --waits: how they idle and the CPU time they spend); the time "
+                    + "column includes the sleep")
+    long straggleMicros;
 
     @Option(names = "--json", paramLabel = "FILE",
             description = "also write the results and the environment as JSON to FILE")
@@ -306,8 +313,11 @@ public final class PerfCommand implements Callable<Integer> {
             throw new IllegalArgumentException("-o premulsum: all-reduce, reduce-scatter or reduce of a floating-point"
                     + " type only, without --wire");
         }
+        if (straggleMicros < 0) {
+            throw new IllegalArgumentException("--straggle must not be negative, got " + straggleMicros);
+        }
         config = new PerfConfig(c, type, reduceOp, root, sizes, iters, warmup, check == 1, userBuffers, jitWarmup, algs,
-                topology, wireType, preMulSum);
+                topology, wireType, preMulSum, straggleMicros * 1000);
     }
 
     /**

@@ -25,11 +25,13 @@ import java.util.Locale;
  * @param wireType    the all-reduce's wire type ({@code --wire}), or null for the data type
  * @param preMulSum   {@code -o premulsum}: the all-reduce is {@code allReducePreMulSum} with scalar 1/ranks (an
  *                    average; {@code op} is AVG for the check)
+ * @param straggleNanos {@code --straggle}: how late the last rank comes to every measured call (it sleeps this
+ *                    long before the call), 0 for never
  */
 public record PerfConfig(PerfCollective collective, DataType type, ReduceOp op, int root, List<Long> sizes, int iters,
         int warmup,
                          boolean check, boolean userBuffers, int jitWarmup, List<String> algorithms, String topology,
-                         DataType wireType, boolean preMulSum) {
+                         DataType wireType, boolean preMulSum, long straggleNanos) {
 
     public PerfConfig {
         sizes = List.copyOf(sizes);

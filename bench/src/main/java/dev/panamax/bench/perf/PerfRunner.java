@@ -12,10 +12,13 @@ import org.HdrHistogram.Histogram;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import javax.management.ObjectName;
 import dev.panamax.collectives.Collective;
@@ -34,6 +37,7 @@ public final class PerfRunner {
     private static final long PAGE = 4096;
     /** The JIT warm-up cycles over the sweep's sizes up to this many bytes. */
     private static final long JIT_WARMUP_MAX_BYTES = 64 * 1024;
+    private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
 
     private final Communicator comm;
     private final PerfConfig config;
@@ -131,7 +135,7 @@ public final class PerfRunner {
                 List<String> d = described.get(alg);
                 for (int i = 0; i < config.sizes().size(); i++) {
                     Row row = measure(b, check, c.count(config.sizes().get(i), ts, ranks), config.warmup(),
-                            config.iters())
+                            config.iters(), config.straggleNanos())
                             .withAlgorithm(alg, d.get(i)).withPrediction(predicted.get(alg).get(i));
                     rows.add(row);
                     if (sink != null) {
@@ -242,7 +246,7 @@ public final class PerfRunner {
         int ts = config.type().byteSize();
         int ranks = comm.size();
         for (long requested : config.sizes()) {
-            measure(b, check, c.count(requested, ts, ranks), 1, 2).format(true);
+            measure(b, check, c.count(requested, ts, ranks), 1, 2, 0).format(true);
         }
         List<Long> small = config.sizes().stream().filter(bytes -> bytes <= JIT_WARMUP_MAX_BYTES).toList();
         if (small.isEmpty()) {
@@ -250,27 +254,38 @@ public final class PerfRunner {
         }
         for (int i = 0; i < config.jitWarmup(); i += 64) {
             long count = c.count(small.get((i / 64) % small.size()), ts, ranks);
-            measure(b, check, count, 0, Math.min(64, config.jitWarmup() - i));
+            measure(b, check, count, 0, Math.min(64, config.jitWarmup() - i), 0);
         }
         comm.barrier();
     }
 
-    /** One row: warm-up iterations, a barrier, the timed iterations, the check, the statistics across ranks. */
-    private Row measure(Buffers b, CheckData check, long count, int warmup, int iters) {
+    /**
+     * One row: warm-up iterations, a barrier, the timed iterations, the check, the statistics across ranks. The last
+     * rank sleeps {@code straggleNanos} before each call (none when 0).
+     */
+    private Row measure(Buffers b, CheckData check, long count, int warmup, int iters, long straggleNanos) {
         PerfCollective c = config.collective();
         DataType type = config.type();
         ReduceOp op = config.op();
         int ts = type.byteSize();
         int ranks = comm.size();
+        boolean straggler = straggleNanos > 0 && comm.rank() == ranks - 1;
         for (int i = 0; i < warmup; i++) {
+            if (straggler) {
+                LockSupport.parkNanos(straggleNanos);
+            }
             b.target.run(count);
         }
         comm.barrier();
         histogram.reset();
         WaitCounts waitsBefore = WaitCounts.read(waitBean);
+        long cpuBefore = THREADS.getCurrentThreadCpuTime();
         long start = System.nanoTime();
         long last = start;
         for (int i = 0; i < iters; i++) {
+            if (straggler) {
+                LockSupport.parkNanos(straggleNanos);
+            }
             b.target.run(count);
             long now = System.nanoTime();
             histogram.recordValue(now - last);
@@ -278,6 +293,7 @@ public final class PerfRunner {
         }
         double timeUs = (last - start) / 1e3 / Math.max(1, iters);
         WaitCounts waitsAfter = WaitCounts.read(waitBean);
+        double cpuUs = (THREADS.getCurrentThreadCpuTime() - cpuBefore) / 1e3 / Math.max(1, iters);
         long wrong = -1;
         if (config.check()) {
             b.wrongs.set(ValueLayout.JAVA_LONG, 0, b.target.check(check, comm.rank(), count));
@@ -285,17 +301,17 @@ public final class PerfRunner {
             wrong = b.wrongs.get(ValueLayout.JAVA_LONG, 0);
         }
         // -1 where this rank's counts are unknown (JMX off): any such rank drops the columns
-        double[] waits = waitsBefore == null || waitsAfter == null ? new double[] {-1, -1, -1, -1, -1, -1, -1}
+        double[] waits = waitsBefore == null || waitsAfter == null ? new double[] {-1, -1, -1, -1, -1, -1, -1, -1}
                 : waitsAfter.perCallSince(waitsBefore, iters);
         double[] mine = {timeUs, histogram.getMinValue() / 1e3, histogram.getValueAtPercentile(50) / 1e3,
                 histogram.getValueAtPercentile(99) / 1e3, histogram.getMaxValue() / 1e3, waits[0], -waits[1], waits[2],
-                waits[3], waits[4], waits[5], waits[6]};
+                waits[3], waits[4], waits[5], waits[6], cpuUs};
         MemorySegment.copy(mine, 0, b.stats, ValueLayout.JAVA_DOUBLE, 0, mine.length);
         b.statsComm.allReduce(b.stats, mine.length, DataType.FLOAT64, ReduceOp.MAX);
         double[] all = b.stats.asSlice(0, mine.length * Double.BYTES).toArray(ValueLayout.JAVA_DOUBLE);
         // the share served spinning goes in negated, so that the maximum gives the smallest share
         Row.Waits w = waits[0] < 0 ? null : new Row.Waits(all[5], -all[6], all[7], all[8], all[9], all[10],
-                all[11]);
+                all[11], all[12]);
         return Row.of(c, count, ts, type.canonicalName(), config.redopName(), c.rooted() ? config.root() : -1, ranks,
                 all[0], wrong, all[1], all[2], all[3], all[4]).withWaits(w);
     }

@@ -40,13 +40,14 @@ public record Row(long size, long count, String type, String redop, int root, do
      * @param parksPerCall     20 us parks per call
      * @param sleepsPerCall    sleeps on the shared-memory doorbell per call (until a peer's write woke the rank)
      * @param spinUs     how long the latest wait could spin (0 while the CPUs were contended)
+     * @param cpuUsPerCall     the calling thread's CPU time per call, in microseconds
      */
     public record Waits(double idlePerCall, double servedSpinning, double spinsPerCall, double yieldsPerCall,
-                        double parksPerCall, double sleepsPerCall, double spinUs) {
+                        double parksPerCall, double sleepsPerCall, double spinUs, double cpuUsPerCall) {
     }
 
     /** The widths of the {@code --waits} columns, for the header lines and a row without counts. */
-    private static final String WAITS_COLUMNS = " %7s %6s %8s %8s %7s %7s %7s";
+    private static final String WAITS_COLUMNS = " %7s %6s %8s %8s %7s %7s %7s %9s";
 
     /** Builds a row from the measured time, computing the bandwidths. */
     public static Row of(PerfCollective c, long count, int typeSize, String type, String redop, int root, int ranks,
@@ -112,9 +113,9 @@ public record Row(long size, long count, String type, String redop, int root, do
         }
         if (waits) {
             names += String.format(Locale.ROOT, WAITS_COLUMNS, "idle", "spun", "spins", "yields", "parks", "sleeps",
-                    "spin");
+                    "spin", "cpu");
             units += String.format(Locale.ROOT, WAITS_COLUMNS, "(/call)", "(%)", "(/call)", "(/call)", "(/call)",
-                    "(/call)", "(us)");
+                    "(/call)", "(us)", "(us/call)");
         }
         names += "  algorithm";
         return names + System.lineSeparator() + units;
@@ -134,10 +135,10 @@ public record Row(long size, long count, String type, String redop, int root, do
             line += String.format(Locale.ROOT, " %10s %10s %10s", time(p50Us), time(p99Us), time(maxUs));
         }
         if (withWaits) {
-            line += waits == null ? String.format(Locale.ROOT, WAITS_COLUMNS, "-", "-", "-", "-", "-", "-", "-")
-                    : String.format(Locale.ROOT, " %7.2f %6.1f %8.1f %8.2f %7.2f %7.2f %7.1f", waits.idlePerCall,
-                    100 * waits.servedSpinning, waits.spinsPerCall, waits.yieldsPerCall, waits.parksPerCall,
-                    waits.sleepsPerCall, waits.spinUs);
+            line += waits == null ? String.format(Locale.ROOT, WAITS_COLUMNS, "-", "-", "-", "-", "-", "-", "-", "-")
+                    : String.format(Locale.ROOT, " %7.2f %6.1f %8.1f %8.2f %7.2f %7.2f %7.1f %9.1f",
+                    waits.idlePerCall, 100 * waits.servedSpinning, waits.spinsPerCall, waits.yieldsPerCall,
+                    waits.parksPerCall, waits.sleepsPerCall, waits.spinUs, waits.cpuUsPerCall);
         }
         return line + "  " + algorithmColumn();
     }

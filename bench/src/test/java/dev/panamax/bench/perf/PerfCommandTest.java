@@ -67,6 +67,8 @@ class PerfCommandTest {
         assertEquals(3, m.printScheduleRank);
         assertEquals("all", parse("allreduce", "--print-schedule=all").printSchedule);
         assertTrue(parse("allreduce", "--explain").explain);
+        assertEquals(0, parse("allreduce").config().straggleNanos());
+        assertEquals(5_000_000, parse("allreduce", "--straggle", "5000").config().straggleNanos());
         assertEquals(List.of("auto", "ring"),
                 parse("allreduce", "--algorithm", "auto", "-a", "ring").config().algorithms());
         // --calibrate needs no collective and sweeps 8 B .. 64 MiB unless told otherwise
@@ -105,6 +107,7 @@ class PerfCommandTest {
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-o", "xor"));
         assertThrows(IllegalArgumentException.class, () -> parse("broadcast", "-np", "2", "-r", "2"));
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--timeout", "0"));
+        assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--straggle", "-1"));
         assertThrows(IllegalArgumentException.class, () -> parse());
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-np", "4", "--topology", "3x2"));
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-np", "4", "--topology", "2y2"));
