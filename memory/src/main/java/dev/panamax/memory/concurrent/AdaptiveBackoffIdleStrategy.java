@@ -11,7 +11,8 @@ import java.util.function.LongSupplier;
 /**
  * Spins, then yields, then parks briefly, the phases measured in time since the wait went idle, and stops
  * spinning for a while when spinning got this thread preempted: for a thread that waits on flags other
- * processes set (nothing can wake it across processes, so parks stay short).
+ * processes set (nothing wakes a parked thread across processes, so parks stay short). Where the writers of those
+ * flags ring a {@link Doorbell}, {@link #idle(Doorbell)} sleeps on it instead of parking, until a write wakes it.
  *
  * <p>Spinning pays when the thread we wait for is on a CPU: its write arrives within a microsecond, and a
  * yield would only add a system call. It costs when the CPUs are contended (ranks outnumber the cores, or
@@ -166,7 +167,8 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      * <p>Why only there, measured on 2 CPUs (docs/results/performance.md): sleeping at once instead of yielding
      * when the ranks outnumber the CPUs made 8 B-32 KiB all-reduces 5-14x slower (a futex wake-up costs tens of
      * microseconds there, a yield hands the CPU over at once), and sleeping right after the spin let the wake-ups
-     * pull both ranks onto one CPU (p50 0.7 to 2 us, stalls of milliseconds).
+     * pull both ranks onto one CPU (p50 0.7 to 2 us, stalls of milliseconds). Sleeping instead of yielding while a
+     * preempted spin's penalty lasts (another process busy on the CPUs) changed nothing that held in a second run.
      */
     public void idle(Doorbell bell) {
         Phase p = advance();
