@@ -2,6 +2,7 @@ package dev.panamax.collectives;
 
 import dev.panamax.collectives.internal.bootstrap.ProcessBootstrap;
 import dev.panamax.collectives.internal.config.Settings;
+import dev.panamax.collectives.internal.config.WaitRule;
 
 import java.time.Duration;
 import java.util.EnumMap;
@@ -46,6 +47,7 @@ public final class CommunicatorBuilder {
         if (alg != null) {
             algorithms.putAll(parseAlgorithms(alg));
         }
+        WaitRule.fromSettings(); // a bad PANAMAX_WAIT fails here, before connecting (each communicator reads it again)
     }
 
     /**

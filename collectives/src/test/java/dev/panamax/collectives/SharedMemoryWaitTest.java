@@ -4,6 +4,7 @@ import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import dev.panamax.memory.concurrent.Doorbell;
 import dev.panamax.testing.RankThreads;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.api.condition.EnabledOnOs;
@@ -19,11 +20,13 @@ import javax.management.MBeanServer;
 import javax.management.ObjectName;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A rank that waits long on shared memory sleeps on its inbox's doorbell, and the peer's write wakes it: checked
- * through the communicator's wait counts (its JMX bean), not through timing.
+ * A rank that waits long on shared memory sleeps on its inbox's doorbell, and the peer's write wakes it; with
+ * {@code PANAMAX_WAIT=spin} it only spins. Checked through the communicator's wait counts (its JMX bean), not
+ * through timing.
  */
 @EnabledOnOs(OS.LINUX)
 class SharedMemoryWaitTest {
@@ -109,6 +112,55 @@ class SharedMemoryWaitTest {
             assertEquals(0L, SERVER.getAttribute(rank0, "Parks"), "over shared memory a long wait sleeps, never parks");
         } finally {
             RankThreads.closeAll(comms);
+        }
+    }
+
+    @Test
+    void withWaitSpinARankWaitingForAStragglerOnlySpins() throws Exception {
+        Set<ObjectName> before = beans();
+        System.setProperty("panamax.wait", "spin");
+        List<Communicator> comms;
+        try {
+            comms = Ranks.Transport.SHM.open(2);
+        } finally {
+            System.clearProperty("panamax.wait");
+        }
+        try {
+            Set<ObjectName> mine = new HashSet<>(beans());
+            mine.removeAll(before);
+            ObjectName rank0 = mine.stream().filter(n -> "0".equals(n.getKeyProperty("rank"))).findFirst()
+                    .orElseThrow();
+            RankThreads.run(comms, c -> {
+                MemorySegment buf = c.allocate(1024 * 4);
+                for (int call = 0; call < 3; call++) {
+                    for (int i = 0; i < 1024; i++) {
+                        buf.setAtIndex(ValueLayout.JAVA_FLOAT, i, c.rank() + call);
+                    }
+                    if (c.rank() == 1) {
+                        Thread.sleep(STRAGGLE_MILLIS);
+                    }
+                    c.allReduce(buf, 1024, DataType.FLOAT32, ReduceOp.SUM);
+                    for (int i = 0; i < 1024; i++) {
+                        assertEquals(1f + 2 * call, buf.getAtIndex(ValueLayout.JAVA_FLOAT, i), "element " + i);
+                    }
+                }
+            });
+            assertTrue((Long) SERVER.getAttribute(rank0, "Spins") > 0);
+            assertEquals(0L, (Long) SERVER.getAttribute(rank0, "Yields") + (Long) SERVER.getAttribute(rank0, "Parks")
+                    + (Long) SERVER.getAttribute(rank0, "Sleeps"), "PANAMAX_WAIT=spin never gives up the CPU");
+        } finally {
+            RankThreads.closeAll(comms);
+        }
+    }
+
+    @Test
+    void anUnknownWaitRuleFailsBeforeConnectingNamingTheKnob() {
+        System.setProperty("panamax.wait", "doze");
+        try {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, Panamax::builder);
+            assertTrue(e.getMessage().contains("PANAMAX_WAIT") && e.getMessage().contains("doze"), e.getMessage());
+        } finally {
+            System.clearProperty("panamax.wait");
         }
     }
 }

@@ -185,6 +185,20 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
         }
     }
 
+    /**
+     * Idles once by spinning, however long the wait has lasted: for a thread that has a CPU to itself (bound to a
+     * core no other thread needs), which loses nothing by spinning and would lose a time slice to whatever else
+     * runs there by yielding or sleeping. Counted as {@link #idle()} counts a spin.
+     */
+    public void spin() {
+        if (rounds++ == 0) {
+            idled = true;
+            phase = Phase.SPINNING;
+        }
+        spins++;
+        Thread.onSpinWait();
+    }
+
     /** The phase of this idle: reads the clock every few rounds and moves on when the phase's time is up. */
     private Phase advance() {
         if ((rounds++ & (CLOCK_EVERY - 1)) == 0) {

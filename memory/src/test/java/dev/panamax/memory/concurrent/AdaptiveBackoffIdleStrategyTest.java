@@ -208,6 +208,24 @@ class AdaptiveBackoffIdleStrategyTest {
     }
 
     @Test
+    void spinNeverLeavesTheSpinAndCountsTheWaitAsServedSpinning() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        s.reset();
+        clockReads = 0;
+        now = START + 10 * (SPIN + AdaptiveBackoffIdleStrategy.YIELD_NANOS); // long past every phase
+        for (int i = 0; i < 100; i++) {
+            s.spin();
+        }
+        assertEquals(Phase.SPINNING, s.phase());
+        s.waitEnded();
+        assertEquals(1, s.counts().waits());
+        assertEquals(1, s.counts().servedSpinning());
+        assertEquals(100, s.counts().spins());
+        assertEquals(0, s.counts().yields() + s.counts().parks() + s.counts().sleeps());
+        assertEquals(0, clockReads, "a spin-only wait reads no clock");
+    }
+
+    @Test
     @EnabledOnOs(OS.LINUX)
     void withADoorbellTheParkingPhaseSleepsOnItArmingItFirstAndAnEndedWaitDisarmsIt() {
         try (Arena arena = Arena.ofConfined()) {

@@ -10,6 +10,7 @@ import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.collectives.RevokedException;
 import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.algorithms.Algorithms;
+import dev.panamax.collectives.internal.config.WaitRule;
 import dev.panamax.collectives.internal.elastic.AgreementState;
 import dev.panamax.collectives.internal.elastic.Membership;
 import dev.panamax.collectives.internal.observe.CommunicatorMBean;
@@ -131,7 +132,7 @@ public final class CommunicatorImpl implements Communicator {
         this.checks = new ArgumentChecks(rank, size);
         this.plans = new PlanCache(rank, size, topology == null ? Topology.flat(size) : topology);
         this.loop = new ProgressLoop(rank, timeoutNanos, localRanks > Runtime.getRuntime().availableProcessors(),
-                links);
+                WaitRule.fromSettings() == WaitRule.SPIN, links);
         this.scratch = new ScratchBuffers(allocator);
         this.variableScratch = new ScratchBuffers(allocator);
         this.wireScratch = new ScratchBuffers(allocator);

@@ -33,6 +33,8 @@ public final class ProgressLoop {
     private final Link[] links;
     private final long timeoutNanos;
     private final AdaptiveBackoffIdleStrategy backoff;
+    /** {@code PANAMAX_WAIT=spin}: waits never yield, sleep or park. */
+    private final boolean spinOnly;
     private volatile String abortReason;
     /** The rank that revoked the communicator, or -1; set before {@link #abortReason}. */
     private volatile int revokedBy = -1;
@@ -52,16 +54,21 @@ public final class ProgressLoop {
     private long waitSince;
 
     ProgressLoop(int rank, long timeoutNanos, boolean oversubscribed) {
-        this(rank, timeoutNanos, oversubscribed, new Link[0]);
+        this(rank, timeoutNanos, oversubscribed, false, new Link[0]);
     }
 
-    /** {@code links}: every link of the communicator, checked while idle besides those of the pending requests. */
-    ProgressLoop(int rank, long timeoutNanos, boolean oversubscribed, Link[] links) {
+    /**
+     * {@code spinOnly}: every wait spins until served ({@code PANAMAX_WAIT=spin}); {@code links}: every link of the
+     * communicator, checked while idle besides those of the pending requests.
+     */
+    ProgressLoop(int rank, long timeoutNanos, boolean oversubscribed, boolean spinOnly, Link[] links) {
         this.rank = rank;
         this.links = links;
         this.timeoutNanos = timeoutNanos;
         this.backoff = IdleStrategies.adaptiveBackoff(oversubscribed);
+        this.spinOnly = spinOnly;
     }
+
 
     /** Names the running collective for error messages. */
     void begin(String collective, int steps) {
@@ -194,7 +201,11 @@ public final class ProgressLoop {
                     throw new CollectiveTimeoutException(message);
                 }
             }
-            backoff.idle(doorbell);
+            if (spinOnly) {
+                backoff.spin();
+            } else {
+                backoff.idle(doorbell);
+            }
         }
     }
 

@@ -157,10 +157,9 @@ public final class ShmLink extends Link {
 
     @Override
     protected void doProgress() {
-        if (progressSends()) {
-            peerDoorbell.ring();
-        }
-        if (progressRecvs()) {
+        // One ring (a full fence) per call that wrote: a peer asleep on it waits at most for our receives' folds.
+        boolean published = progressSends();
+        if (progressRecvs() | published) {
             peerDoorbell.ring();
         }
         SendReq c;
