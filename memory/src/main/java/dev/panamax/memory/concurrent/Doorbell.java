@@ -85,8 +85,7 @@ public final class Doorbell {
             allocateScratch();
         }
         int rc = Libc.futexWait(word, 1, timeoutNanos, timespec, callState);
-        armed = false;
-        INT.setRelease(word, 0L, 0);
+        disarm();
         return rc != Libc.ETIMEDOUT;
     }
 

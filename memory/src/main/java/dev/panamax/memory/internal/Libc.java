@@ -148,7 +148,7 @@ public final class Libc {
      */
     public static int futexWait(MemorySegment word, int expected, long timeoutNanos, MemorySegment timespec,
             MemorySegment state) {
-        require(SYS_FUTEX >= 0 ? SYSCALL_FUTEX : null, "futex");
+        require(hasFutex() ? SYSCALL_FUTEX : null, "futex");
         timespec.set(ValueLayout.JAVA_LONG, 0, timeoutNanos / 1_000_000_000L);
         timespec.set(ValueLayout.JAVA_LONG, 8, timeoutNanos % 1_000_000_000L);
         long rc;
@@ -172,7 +172,7 @@ public final class Libc {
      * {@link #futexWait} on {@code word}; returns how many it woke. {@code state}: as for {@link #futexWait}.
      */
     public static int futexWake(MemorySegment word, int count, MemorySegment state) {
-        require(SYS_FUTEX >= 0 ? SYSCALL_FUTEX : null, "futex");
+        require(hasFutex() ? SYSCALL_FUTEX : null, "futex");
         long rc;
         try {
             rc = (long) SYSCALL_FUTEX.invokeExact(state, SYS_FUTEX, word, FUTEX_WAKE, count, MemorySegment.NULL);
