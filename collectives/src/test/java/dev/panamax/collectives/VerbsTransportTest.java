@@ -17,11 +17,16 @@ import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
@@ -163,6 +168,78 @@ class VerbsTransportTest {
             assertEquals(List.of(), failures.size() > 10 ? failures.subList(0, 10) : failures);
         } finally {
             System.clearProperty("panamax.verbs.zeroCopy");
+        }
+    }
+
+    /**
+     * One stream of point-to-point messages on both sides of the eager size (8 KiB by default): a burst of 40 eager
+     * ones, more than the receiver's 16 eager slots, sent before the receiver posts any receive (the sender waits
+     * for credit), then eager and advertised ones alternating (each side must meet its n-th message). With the eager
+     * path off (0) and at its largest (64 KiB), the same stream.
+     */
+    @ParameterizedTest(name = "eager bytes {0}")
+    @ValueSource(strings = {"8192", "0", "65536"})
+    void eagerAndAdvertisedMessagesStayInOrder(String eagerBytes) {
+        System.setProperty("panamax.verbs.eagerBytes", eagerBytes);
+        try {
+            long[] mixed = {1, 2048, 2049, 3, 70_001, 16_384, 16_385, 7};
+            long[] counts = new long[40 + 3 * mixed.length];
+            for (int i = 0; i < counts.length; i++) {
+                counts[i] = i < 40 ? 1 + (i * 97L) % 2048 : mixed[(i - 40) % mixed.length];
+            }
+            List<Communicator> comms = Ranks.Transport.VERBS.open(2);
+            try {
+                RankThreads.run(comms, c -> {
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment buffer = arena.allocate(4 * 70_001, 64);
+                        if (c.rank() == 1) {
+                            Thread.sleep(300); // the burst arrives before any receive is posted
+                        }
+                        for (int i = 0; i < counts.length; i++) {
+                            if (c.rank() == 0) {
+                                for (int j = 0; j < counts[i]; j++) {
+                                    buffer.setAtIndex(ValueLayout.JAVA_INT, j, i * 1_000_003 + j);
+                                }
+                                c.send(buffer, counts[i], DataType.INT32, 1);
+                            } else {
+                                buffer.fill((byte) 0);
+                                c.recv(buffer, counts[i], DataType.INT32, 0);
+                                for (int j = 0; j < counts[i]; j++) {
+                                    assertEquals(i * 1_000_003 + j, buffer.getAtIndex(ValueLayout.JAVA_INT, j),
+                                            "message " + i + " of " + counts[i] + " ints, element " + j);
+                                }
+                            }
+                        }
+                    }
+                });
+            } finally {
+                RankThreads.closeAll(comms);
+            }
+        } finally {
+            System.clearProperty("panamax.verbs.eagerBytes");
+        }
+    }
+
+    /** An eager message that meets a receive of another size fails that receive, naming the mismatch. */
+    @Test
+    void anEagerMessageOfTheWrongSizeIsReported() {
+        List<Communicator> comms = Ranks.Transport.VERBS.open(2, Duration.ofSeconds(5));
+        try {
+            Throwable thrown = assertThrows(Throwable.class, () -> RankThreads.run(comms, c -> {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment buffer = arena.allocate(400, 64);
+                    if (c.rank() == 0) {
+                        c.send(buffer, 25, DataType.FLOAT32, 1);
+                    } else {
+                        c.recv(buffer, 50, DataType.FLOAT32, 0);
+                    }
+                }
+            }));
+            assertTrue(thrown instanceof CollectiveException, () -> "got " + thrown);
+            assertTrue(thrown.getMessage().contains("rank 0 sent 100 bytes but rank 1 expects 200 (mismatched counts"),
+                    thrown::getMessage);
+        } finally {
+            RankThreads.closeAll(comms);
         }
     }
 

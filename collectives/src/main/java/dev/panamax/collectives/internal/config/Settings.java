@@ -130,6 +130,10 @@ public final class Settings {
             "the port's first RoCE v2 GID, else 0", "the GID index to address peers with");
     public static final Knob VERBS_ZERO_COPY = knob("PANAMAX_VERBS_ZERO_COPY", "panamax.verbs.zeroCopy", "true",
             "register user buffers and write into them directly (false: copy through staging buffers)");
+    public static final Knob VERBS_EAGER_BYTES = knob("PANAMAX_VERBS_EAGER_BYTES", "panamax.verbs.eagerBytes", "8192",
+            "messages up to this many bytes (at most 65536) are written at once into the receiver's pre-registered "
+                    + "eager slots instead of waiting for its advertisement (0: every message waits); two ranks use "
+                    + "the smaller of their values");
 
     private Settings() {
     }

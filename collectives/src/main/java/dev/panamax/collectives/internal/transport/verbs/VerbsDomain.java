@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * {@code PANAMAX_VERBS_PORT} (1), {@code panamax.verbs.gidIndex} / {@code PANAMAX_VERBS_GID_INDEX}
  * (default: the first RoCE v2 GID of the port, else 0), {@code panamax.verbs.zeroCopy} /
  * {@code PANAMAX_VERBS_ZERO_COPY} ({@code true}; {@code false} sends everything through the
- * pre-registered staging buffers).
+ * pre-registered staging buffers), {@code panamax.verbs.eagerBytes} / {@code PANAMAX_VERBS_EAGER_BYTES}
+ * (8192; the largest message written without waiting for the receiver, 0 to 65536).
  */
 public final class VerbsDomain {
     private static final System.Logger LOG = System.getLogger("dev.panamax.collectives");
@@ -40,16 +41,20 @@ public final class VerbsDomain {
     final int mtu;
     private final RegistrationCache cache;
     private final boolean zeroCopy;
+    /** The largest message this side sends and receives eagerly (a link uses the smaller of both sides'). */
+    final int eagerBytes;
     private final AtomicInteger refs = new AtomicInteger(1);
     private boolean warnedRegistration;
 
-    private VerbsDomain(VerbsContext context, ProtectionDomain pd, int port, int gidIndex, int mtu, boolean zeroCopy) {
+    private VerbsDomain(VerbsContext context, ProtectionDomain pd, int port, int gidIndex, int mtu, boolean zeroCopy,
+            int eagerBytes) {
         this.context = context;
         this.pd = pd;
         this.port = port;
         this.gidIndex = gidIndex;
         this.mtu = mtu;
         this.zeroCopy = zeroCopy;
+        this.eagerBytes = eagerBytes;
         this.cache = new RegistrationCache(pd, Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ,
                 CACHE_ENTRIES);
     }
@@ -65,6 +70,7 @@ public final class VerbsDomain {
         String gid = Settings.VERBS_GID_INDEX.value();
         boolean zeroCopy =
                 Boolean.parseBoolean(Settings.VERBS_ZERO_COPY.value(Settings.VERBS_ZERO_COPY.defaultValue()));
+        int eagerBytes = eagerBytes();
         if (Verbs.devices().isEmpty()) {
             throw new CollectiveException("transport verbs: no RDMA device found (ibv_get_device_list returned none)");
         }
@@ -78,11 +84,27 @@ public final class VerbsDomain {
             }
             int gidIndex = gid != null ? Integer.parseInt(gid) : Math.max(0, ctx.findRoceV2GidIndex(port));
             ProtectionDomain pd = ctx.allocateProtectionDomain();
-            return new VerbsDomain(ctx, pd, port, gidIndex, info.activeMtu(), zeroCopy);
+            return new VerbsDomain(ctx, pd, port, gidIndex, info.activeMtu(), zeroCopy, eagerBytes);
         } catch (RuntimeException e) {
             ctx.close();
             throw e;
         }
+    }
+
+    /** The eager threshold setting, checked before any device is opened. */
+    static int eagerBytes() {
+        String v = Settings.VERBS_EAGER_BYTES.value(Settings.VERBS_EAGER_BYTES.defaultValue());
+        int bytes;
+        try {
+            bytes = Integer.parseInt(v);
+        } catch (NumberFormatException e) {
+            bytes = -1;
+        }
+        if (bytes < 0 || bytes > VerbsLink.MAX_EAGER_BYTES) {
+            throw new IllegalArgumentException(Settings.VERBS_EAGER_BYTES.name() + ": a byte count from 0 to "
+                    + VerbsLink.MAX_EAGER_BYTES + ", not '" + v + "'");
+        }
+        return bytes;
     }
 
     /**

@@ -25,6 +25,7 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -49,9 +50,21 @@ import java.util.concurrent.ThreadLocalRandom;
  * </ul>
  * The sender writes from its segment directly when it is registered, else it copies through its
  * own staging chunks. Flow control needs no credits of its own: at most {@value #ADVERTS} of this
- * side's advertisements are unanswered at any time, so the receive queue ({@code 2 x ADVERTS}
- * work requests, reposted as they complete) always has room for the peer's advertisements and
- * writes.
+ * side's advertisements are unanswered at any time.
+ *
+ * <p>Small messages go eagerly. A message of at most the eager size ({@code PANAMAX_VERBS_EAGER_BYTES},
+ * the smaller of both sides' settings) is never advertised: the sender copies it into a registered
+ * send slot and writes it at once, with immediate data (a flag and its length), into the next of the
+ * receiver's {@value #EAGER_SLOTS} pre-registered eager slots, whose address both sides exchange when
+ * they connect. The receiver copies (or reduces) it out when the matching receive is posted, at once
+ * if that receive is already waiting, and gives slots back as credits: it RDMA-writes the count of
+ * slots it has taken into a word of the sender's, once half the slots are taken or when no receive
+ * is left waiting. A sender without credit waits. Both sides classify each message by its size, and
+ * the sender keeps messages in order, so the n-th receive still meets the n-th send; an eager
+ * arrival whose length differs from the receive's is reported as mismatched counts (a large send
+ * meeting a small receive waits for an advertisement that never comes, and times out). The receive
+ * queue ({@code 2 x ADVERTS + EAGER_SLOTS} work requests, reposted as they complete) always has
+ * room for the peer's advertisements, answering writes and eager writes.
  *
  * <p>The authenticated TCP connection that set the queue pair up stays open beside it, idle: its
  * end of stream tells that the peer died or closed (RDMA alone only tells once a write times
@@ -62,7 +75,18 @@ import java.util.concurrent.ThreadLocalRandom;
 public final class VerbsLink extends Link {
     /** Unanswered advertisements per direction. */
     static final int ADVERTS = 32;
-    private static final int RECV_WQES = 2 * ADVERTS;
+    /** Eager messages the sender may have written that the receiver has not taken yet. */
+    static final int EAGER_SLOTS = 16;
+    /** The largest eager size a setting may ask for (the immediate data carries the length). */
+    static final int MAX_EAGER_BYTES = 65536;
+    private static final int EAGER_FLAG = 0x8000_0000;
+    private static final int SEQ_MASK = 0x7FFF_FFFF;
+    /** Taken eager slots that are given back at once, whether or not a receive is waiting. */
+    private static final int CREDIT_BATCH = EAGER_SLOTS / 2;
+    /** A send work request's chunk code at or above this names an eager send slot, not a staging chunk. */
+    private static final int EAGER_WQE = 1 << 16;
+    private static final int RECV_WQES = 2 * ADVERTS + EAGER_SLOTS;
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final int SEND_WQES = 128;
     private static final int CTRL_BYTES = 32;
     private static final int CHUNKS = 4;
@@ -85,6 +109,21 @@ public final class VerbsLink extends Link {
     private final ReceiveRequest rwr;
     private final WorkCompletions wc;
     private final ByteBuffer liveness = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+    /**
+     * Eager memory: receive slots, send slots (EAGER_SLOTS x slotBytes each), then the word the peer
+     * writes its taken count into and the word this side's taken count is written from.
+     */
+    private final MemoryRegion eager;
+    private final int slotBytes;
+    private final long creditInAt;
+    private final long creditOutAt;
+    /** The eager size both sides use (set when connecting). */
+    private int eagerBytes;
+    private long peerSlots;
+    private int peerSlotsRkey;
+    private int peerSlotBytes;
+    private long peerCreditWord;
+    private int peerCreditRkey;
 
     // Receive side.
     private final ArrayDeque<RecvReq> toAdvertise = new ArrayDeque<>();
@@ -97,6 +136,11 @@ public final class VerbsLink extends Link {
     private int outCount;
     private int advertSeq;
     private final boolean[] recvChunkBusy = new boolean[CHUNKS];
+    /** Eager messages arrived, taken by receives, and the taken count last given back to the peer. */
+    private long eagerArrived;
+    private long eagerTaken;
+    private long eagerReturned;
+    private final int[] eagerLength = new int[EAGER_SLOTS];
 
     // Send side.
     private final ArrayDeque<SendReq> posting = new ArrayDeque<>();
@@ -110,6 +154,8 @@ public final class VerbsLink extends Link {
     /** Bytes of the head advertisement already written. */
     private long inWritten;
     private final boolean[] sendChunkBusy = new boolean[CHUNKS];
+    private long eagerSent;
+    private final boolean[] eagerSlotBusy = new boolean[EAGER_SLOTS];
 
     /** Posted send work requests in order (their completions come in the same order). */
     private final SendReq[] wqeSend = new SendReq[SEND_WQES];
@@ -126,14 +172,23 @@ public final class VerbsLink extends Link {
         CompletionQueue c = null;
         QueuePair q = null;
         MemoryRegion ctrlMr = null;
+        MemoryRegion stagingMr = null;
+        this.slotBytes = (domain.eagerBytes + 63) & ~63;
+        this.creditInAt = 2L * EAGER_SLOTS * slotBytes;
+        this.creditOutAt = creditInAt + 64;
         try {
             c = domain.context.createCompletionQueue(SEND_WQES + RECV_WQES);
             q = domain.pd.createReliableQueuePair(c, c, new QpCapabilities(SEND_WQES, RECV_WQES, 1, 1, 0));
             ctrlMr = domain.pd.register(arena.allocate((long) (RECV_WQES + ADVERTS) * CTRL_BYTES, 64),
                     Access.LOCAL_WRITE);
-            this.staging = domain.pd.register(arena.allocate(2L * CHUNKS * CHUNK_BYTES, 4096),
+            stagingMr = domain.pd.register(arena.allocate(2L * CHUNKS * CHUNK_BYTES, 4096),
+                    Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+            this.eager = domain.pd.register(arena.allocate(creditOutAt + 64, 4096),
                     Access.LOCAL_WRITE | Access.REMOTE_WRITE);
         } catch (RuntimeException e) {
+            if (stagingMr != null) {
+                stagingMr.close();
+            }
             if (ctrlMr != null) {
                 ctrlMr.close();
             }
@@ -149,6 +204,7 @@ public final class VerbsLink extends Link {
         this.cq = c;
         this.qp = q;
         this.ctrl = ctrlMr;
+        this.staging = stagingMr;
         this.wr = SendRequest.allocate(arena);
         this.rwr = ReceiveRequest.allocate(arena);
         this.wc = WorkCompletions.allocate(arena, POLL_BATCH);
@@ -173,6 +229,11 @@ public final class VerbsLink extends Link {
             byte[] mine = local.toBytes();
             out.writeInt(mine.length);
             out.write(mine);
+            out.writeInt(domain.eagerBytes);
+            out.writeInt(link.slotBytes);
+            out.writeLong(link.eager.address());
+            out.writeInt(link.eager.rkey());
+            out.writeLong(link.eager.address() + link.creditInAt);
             out.flush();
             QpEndpoint remote;
             try {
@@ -184,6 +245,17 @@ public final class VerbsLink extends Link {
                 byte[] theirs = new byte[n];
                 in.readFully(theirs);
                 remote = QpEndpoint.fromBytes(theirs);
+                int theirEager = in.readInt();
+                link.peerSlotBytes = in.readInt();
+                link.peerSlots = in.readLong();
+                link.peerSlotsRkey = in.readInt();
+                link.peerCreditWord = in.readLong();
+                link.peerCreditRkey = link.peerSlotsRkey;
+                if (theirEager < 0 || theirEager > link.peerSlotBytes) {
+                    throw new CollectiveException("rank " + self + ": rank " + peer + " sent a malformed eager setup ("
+                            + theirEager + " bytes in slots of " + link.peerSlotBytes + ")");
+                }
+                link.eagerBytes = Math.min(domain.eagerBytes, theirEager);
             } catch (SocketTimeoutException e) {
                 throw new CollectiveTimeoutException("rank " + self + ": rank " + peer
                         + " did not send its queue-pair endpoint in time");
@@ -224,7 +296,9 @@ public final class VerbsLink extends Link {
         if (dst.byteSize() == 0) {
             r.markDone();
         } else {
-            toAdvertise.add(r);
+            if (dst.byteSize() > eagerBytes) {
+                toAdvertise.add(r);
+            }
             awaiting.add(r);
         }
         return r;
@@ -233,8 +307,10 @@ public final class VerbsLink extends Link {
     @Override
     protected void doProgress() {
         pollCompletions();
+        deliverEager();
         advertise();
         write();
+        returnCredits();
     }
 
     private void pollCompletions() {
@@ -247,7 +323,9 @@ public final class VerbsLink extends Link {
                 long id = wc.wrId(i);
                 if ((id & RECV_TAG) != 0) {
                     int slot = (int) (id & ~RECV_TAG);
-                    if (wc.hasImmediate(i)) {
+                    if (wc.hasImmediate(i) && (wc.immediate(i) & EAGER_FLAG) != 0) {
+                        eagerArrived(wc.immediate(i) & ~EAGER_FLAG);
+                    } else if (wc.hasImmediate(i)) {
                         arrived(wc.immediate(i));
                     } else {
                         advertisementReceived(slot);
@@ -276,10 +354,10 @@ public final class VerbsLink extends Link {
 
     /** The peer wrote the bytes of our oldest unanswered advertisement. */
     private void arrived(int imm) {
-        if (outCount == 0 || imm != advertSeqAt(outHead)) {
+        if (outCount == 0 || imm != (advertSeqAt(outHead) & SEQ_MASK)) {
             throw new CollectiveException("rank " + self + ": protocol error on the RDMA link to rank " + peer
                     + ": write for advertisement " + imm + " while expecting "
-                    + (outCount == 0 ? "none" : advertSeqAt(outHead)));
+                    + (outCount == 0 ? "none" : advertSeqAt(outHead) & SEQ_MASK));
         }
         RecvReq r = outReq[outHead];
         long offset = outOffset[outHead];
@@ -336,8 +414,11 @@ public final class VerbsLink extends Link {
                 s.markDone();
             }
         }
-        if (wqeChunk[wqeHead] >= 0) {
-            sendChunkBusy[wqeChunk[wqeHead]] = false;
+        int chunk = wqeChunk[wqeHead];
+        if (chunk >= EAGER_WQE) {
+            eagerSlotBusy[chunk - EAGER_WQE] = false;
+        } else if (chunk >= 0) {
+            sendChunkBusy[chunk] = false;
         }
         wqeSend[wqeHead] = null;
         wqeHead = (wqeHead + 1) % SEND_WQES;
@@ -383,7 +464,7 @@ public final class VerbsLink extends Link {
             m.set(ValueLayout.JAVA_LONG_UNALIGNED, 8, bytes);
             m.set(ValueLayout.JAVA_LONG_UNALIGNED, 16, total);
             m.set(ValueLayout.JAVA_INT_UNALIGNED, 24, rkey);
-            m.set(ValueLayout.JAVA_INT_UNALIGNED, 28, seq);
+            m.set(ValueLayout.JAVA_INT_UNALIGNED, 28, seq & SEQ_MASK);
             post(wr.wrId(0).opcode(Opcode.SEND).local(ctrl, at, CTRL_BYTES).signaled(true), null, 0, -1);
             r.advertised += bytes;
             if (r.advertised == total) {
@@ -392,11 +473,21 @@ public final class VerbsLink extends Link {
         }
     }
 
-    /** Writes the posted sends into the peer's advertised buffers, in order. */
+    /** Writes the posted sends, in order: eager ones into the peer's eager slots, others where it advertised. */
     private void write() {
         SendReq s;
-        while ((s = posting.peek()) != null && inCount > 0 && wqeCount < SEND_WQES) {
+        while ((s = posting.peek()) != null && wqeCount < SEND_WQES) {
             long size = s.src.byteSize();
+            if (size <= eagerBytes) {
+                if (!writeEager(s)) {
+                    return;
+                }
+                posting.poll();
+                continue;
+            }
+            if (inCount == 0) {
+                return;
+            }
             if (s.offset == 0 && inWritten == 0) {
                 if (inTotal[inHead] != size) {
                     throw new CollectiveException("rank " + self + " sends " + size + " bytes but rank " + peer
@@ -441,6 +532,83 @@ public final class VerbsLink extends Link {
                 posting.poll();
             }
         }
+    }
+
+    /** Writes {@code s} into the peer's next eager slot; false when the peer has no slot free (no credit). */
+    private boolean writeEager(SendReq s) {
+        long peerTook = (long) LONG.getVolatile(eager.segment(), creditInAt);
+        int slot = (int) (eagerSent % EAGER_SLOTS);
+        if (eagerSent - peerTook >= EAGER_SLOTS || eagerSlotBusy[slot]) {
+            return false;
+        }
+        int bytes = (int) s.src.byteSize();
+        long at = (long) (EAGER_SLOTS + slot) * slotBytes;
+        MemorySegment.copy(s.src, 0, eager.segment(), at, bytes);
+        wr.wrId(0).opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(EAGER_FLAG | bytes).local(eager, at, bytes)
+                .remote(peerSlots + (long) slot * peerSlotBytes, peerSlotsRkey).signaled(true);
+        eagerSlotBusy[slot] = true;
+        post(wr, s, bytes, EAGER_WQE + slot);
+        s.offset = bytes;
+        eagerSent++;
+        return true;
+    }
+
+    /** The peer wrote an eager message of {@code bytes} into our next eager slot. */
+    private void eagerArrived(int bytes) {
+        if (eagerArrived - eagerTaken == EAGER_SLOTS || bytes > eagerBytes) {
+            throw new CollectiveException("rank " + self + ": protocol error on the RDMA link to rank " + peer
+                    + ": an eager message of " + bytes + " bytes with " + (eagerArrived - eagerTaken)
+                    + " of " + EAGER_SLOTS + " slots full");
+        }
+        eagerLength[(int) (eagerArrived % EAGER_SLOTS)] = bytes;
+        eagerArrived++;
+        deliverEager();
+    }
+
+    /**
+     * Completes waiting receives from the eager slots not taken yet, oldest first. Sends stay in order, so
+     * when an eager message arrives every earlier message has completed its receive: the oldest waiting
+     * receive is this message's (one that is too large for it is reported as mismatched).
+     */
+    private void deliverEager() {
+        while (eagerArrived > eagerTaken && !awaiting.isEmpty()) {
+            takeEager(awaiting.poll());
+        }
+    }
+
+    /** Completes {@code r} from the oldest eager slot not taken yet. */
+    private void takeEager(RecvReq r) {
+        int slot = (int) (eagerTaken % EAGER_SLOTS);
+        int bytes = eagerLength[slot];
+        if (bytes != r.dst.byteSize()) {
+            throw new CollectiveException("rank " + peer + " sent " + bytes + " bytes but rank " + self
+                    + " expects " + r.dst.byteSize() + " (mismatched counts or types across ranks)");
+        }
+        MemorySegment from = eager.segment().asSlice((long) slot * slotBytes, bytes);
+        if (r.op == null) {
+            MemorySegment.copy(from, 0, r.dst, 0, bytes);
+        } else {
+            r.fold(0, from, 0, bytes / r.type.byteSize());
+        }
+        eagerTaken++;
+        r.offset = bytes;
+        r.markDone();
+    }
+
+    /**
+     * Tells the peer how many eager slots this side has taken: in batches while receives are waiting,
+     * and whatever is left once none is (so a sender never waits on slots this side emptied).
+     */
+    private void returnCredits() {
+        long owed = eagerTaken - eagerReturned;
+        if (owed == 0 || (owed < CREDIT_BATCH && !awaiting.isEmpty()) || wqeCount == SEND_WQES) {
+            return;
+        }
+        // One word, written again each time: a write the adapter reads late sends a larger count, still true.
+        LONG.setVolatile(eager.segment(), creditOutAt, eagerTaken);
+        post(wr.wrId(0).opcode(Opcode.RDMA_WRITE).local(eager, creditOutAt, 8)
+                .remote(peerCreditWord, peerCreditRkey).signaled(true), null, 0, -1);
+        eagerReturned = eagerTaken;
     }
 
     private void post(SendRequest request, SendReq owner, long bytes, int chunk) {
@@ -515,6 +683,7 @@ public final class VerbsLink extends Link {
             cq.close();
             ctrl.close();
             staging.close();
+            eager.close();
         } finally {
             arena.close();
             domain.release();
