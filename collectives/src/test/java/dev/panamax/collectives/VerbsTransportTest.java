@@ -220,6 +220,43 @@ class VerbsTransportTest {
         }
     }
 
+    /**
+     * Rank 0 sends 17 eager messages, one more than the eager slots, and then waits for a large one from rank 1,
+     * which takes only 3 before sending it: rank 0 must get the 3 slots back before a batch of 8 is taken (it asks),
+     * or both wait for each other until the timeout.
+     */
+    @Test
+    void aSenderOutOfEagerSlotsGetsBackWhatTheReceiverTook() {
+        List<Communicator> comms = Ranks.Transport.VERBS.open(2, Duration.ofSeconds(10));
+        try {
+            RankThreads.run(comms, c -> {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment small = arena.allocate(64, 64);
+                    MemorySegment large = arena.allocate(4 * 70_001, 64);
+                    if (c.rank() == 0) {
+                        for (int i = 0; i < 17; i++) {
+                            small.setAtIndex(ValueLayout.JAVA_INT, 0, i);
+                            c.send(small, 16, DataType.INT32, 1);
+                        }
+                        c.recv(large, 70_001, DataType.INT32, 1);
+                        assertEquals(70_000, large.getAtIndex(ValueLayout.JAVA_INT, 70_000));
+                    } else {
+                        for (int i = 0; i < 17; i++) {
+                            if (i == 3) {
+                                large.setAtIndex(ValueLayout.JAVA_INT, 70_000, 70_000);
+                                c.send(large, 70_001, DataType.INT32, 0);
+                            }
+                            c.recv(small, 16, DataType.INT32, 0);
+                            assertEquals(i, small.getAtIndex(ValueLayout.JAVA_INT, 0), "message " + i);
+                        }
+                    }
+                }
+            });
+        } finally {
+            RankThreads.closeAll(comms);
+        }
+    }
+
     /** An eager message that meets a receive of another size fails that receive, naming the mismatch. */
     @Test
     void anEagerMessageOfTheWrongSizeIsReported() {

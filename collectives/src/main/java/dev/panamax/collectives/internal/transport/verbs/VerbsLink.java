@@ -52,19 +52,20 @@ import java.util.concurrent.ThreadLocalRandom;
  * own staging chunks. Flow control needs no credits of its own: at most {@value #ADVERTS} of this
  * side's advertisements are unanswered at any time.
  *
- * <p>Small messages go eagerly. A message of at most the eager size ({@code PANAMAX_VERBS_EAGER_BYTES},
- * the smaller of both sides' settings) is never advertised: the sender copies it into a registered
- * send slot and writes it at once, with immediate data (a flag and its length), into the next of the
- * receiver's {@value #EAGER_SLOTS} pre-registered eager slots, whose address both sides exchange when
- * they connect. The receiver copies (or reduces) it out when the matching receive is posted, at once
- * if that receive is already waiting, and gives slots back as credits: it RDMA-writes the count of
- * slots it has taken into a word of the sender's, once half the slots are taken or when no receive
- * is left waiting. A sender without credit waits. Both sides classify each message by its size, and
- * the sender keeps messages in order, so the n-th receive still meets the n-th send; an eager
- * arrival whose length differs from the receive's is reported as mismatched counts (a large send
- * meeting a small receive waits for an advertisement that never comes, and times out). The receive
- * queue ({@code 2 x ADVERTS + EAGER_SLOTS} work requests, reposted as they complete) always has
- * room for the peer's advertisements, answering writes and eager writes.
+ * <p>Small messages go eagerly. A message of at most the eager size
+ * ({@code PANAMAX_VERBS_EAGER_BYTES}, the smaller of both sides' settings) is never advertised: the sender
+ * writes it at once (from its buffer when registered, else copied into a registered send slot), with
+ * immediate data (a flag and its length), into the next of the receiver's {@value #EAGER_SLOTS}
+ * pre-registered eager slots, whose address both sides exchange when they connect. The receiver copies
+ * (or reduces) it out when the matching receive is posted, at once if that receive is already waiting,
+ * and gives slots back as credits: it RDMA-writes the count of slots it has taken into a word of the
+ * sender's, once half the slots are taken, or at once when the sender, out of credit, asks for them
+ * (it RDMA-writes its sent count into a word of the receiver's). A sender without credit waits. Both
+ * sides classify each message by its size, and the sender keeps messages in order, so the n-th receive
+ * still meets the n-th send; an eager arrival whose length differs from the receive's is reported as
+ * mismatched counts (a large send meeting a small receive waits for an advertisement that never comes,
+ * and times out). The receive queue ({@code 2 x ADVERTS + EAGER_SLOTS} work requests, reposted as they
+ * complete) always has room for the peer's advertisements, answering writes and eager writes.
  *
  * <p>The authenticated TCP connection that set the queue pair up stays open beside it, idle: its
  * end of stream tells that the peer died or closed (RDMA alone only tells once a write times
@@ -81,8 +82,10 @@ public final class VerbsLink extends Link {
     static final int MAX_EAGER_BYTES = 65536;
     private static final int EAGER_FLAG = 0x8000_0000;
     private static final int SEQ_MASK = 0x7FFF_FFFF;
-    /** Taken eager slots that are given back at once, whether or not a receive is waiting. */
+    /** Taken eager slots given back in one write, unless the sender asks for them sooner. */
     private static final int CREDIT_BATCH = EAGER_SLOTS / 2;
+    /** The offset of the ask word from the credit word, on both sides. */
+    private static final int ASK_WORD = 8;
     /** A send work request's chunk code at or above this names an eager send slot, not a staging chunk. */
     private static final int EAGER_WQE = 1 << 16;
     private static final int RECV_WQES = 2 * ADVERTS + EAGER_SLOTS;
@@ -110,8 +113,9 @@ public final class VerbsLink extends Link {
     private final WorkCompletions wc;
     private final ByteBuffer liveness = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
     /**
-     * Eager memory: receive slots, send slots (EAGER_SLOTS x slotBytes each), then the word the peer
-     * writes its taken count into and the word this side's taken count is written from.
+     * Eager memory: receive slots, send slots (EAGER_SLOTS x slotBytes each), then the words the peer
+     * writes into (its taken count; its sent count when it waits for credit, at +ASK_WORD) and the
+     * words this side's own are written from.
      */
     private final MemoryRegion eager;
     private final int slotBytes;
@@ -140,6 +144,8 @@ public final class VerbsLink extends Link {
     private long eagerArrived;
     private long eagerTaken;
     private long eagerReturned;
+    /** The peer's last request for credit that was answered. */
+    private long askAnswered;
     private final int[] eagerLength = new int[EAGER_SLOTS];
 
     // Send side.
@@ -155,6 +161,8 @@ public final class VerbsLink extends Link {
     private long inWritten;
     private final boolean[] sendChunkBusy = new boolean[CHUNKS];
     private long eagerSent;
+    /** The sent count at which this side last asked the peer for credit. */
+    private long askedAt;
     private final boolean[] eagerSlotBusy = new boolean[EAGER_SLOTS];
 
     /** Posted send work requests in order (their completions come in the same order). */
@@ -534,20 +542,35 @@ public final class VerbsLink extends Link {
         }
     }
 
-    /** Writes {@code s} into the peer's next eager slot; false when the peer has no slot free (no credit). */
+    /**
+     * Writes {@code s} into the peer's next eager slot, from its own buffer when that is registered, else
+     * through this side's send slot of the same index; false when the peer has no slot free (no credit).
+     */
     private boolean writeEager(SendReq s) {
         long peerTook = (long) LONG.getVolatile(eager.segment(), creditInAt);
         int slot = (int) (eagerSent % EAGER_SLOTS);
-        if (eagerSent - peerTook >= EAGER_SLOTS || eagerSlotBusy[slot]) {
+        if (eagerSent - peerTook >= EAGER_SLOTS) {
+            askForCredit();
+            return false;
+        }
+        if (eagerSlotBusy[slot]) {
             return false;
         }
         int bytes = (int) s.src.byteSize();
-        long at = (long) (EAGER_SLOTS + slot) * slotBytes;
-        MemorySegment.copy(s.src, 0, eager.segment(), at, bytes);
-        wr.wrId(0).opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(EAGER_FLAG | bytes).local(eager, at, bytes)
+        s.region = domain.registered(s.src);
+        int chunk = -1;
+        if (s.region != null) {
+            wr.local(s.region, s.src.address() - s.region.address(), bytes); // from the sender's buffer, as above
+        } else {
+            long at = (long) (EAGER_SLOTS + slot) * slotBytes;
+            MemorySegment.copy(s.src, 0, eager.segment(), at, bytes);
+            wr.local(eager, at, bytes);
+            eagerSlotBusy[slot] = true;
+            chunk = EAGER_WQE + slot;
+        }
+        wr.wrId(0).opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(EAGER_FLAG | bytes)
                 .remote(peerSlots + (long) slot * peerSlotBytes, peerSlotsRkey).signaled(true);
-        eagerSlotBusy[slot] = true;
-        post(wr, s, bytes, EAGER_WQE + slot);
+        post(wr, s, bytes, chunk);
         s.offset = bytes;
         eagerSent++;
         return true;
@@ -596,13 +619,36 @@ public final class VerbsLink extends Link {
     }
 
     /**
-     * Tells the peer how many eager slots this side has taken: in batches while receives are waiting,
-     * and whatever is left once none is (so a sender never waits on slots this side emptied).
+     * Out of credit: writes the sent count into the peer's ask word, once per count, so that the peer
+     * gives back what it has taken without waiting for a full batch (a sender never waits on slots the
+     * receiver has emptied, which a receiver that waits for this sender's later messages could not fill).
+     */
+    private void askForCredit() {
+        if (askedAt == eagerSent) {
+            return;
+        }
+        long at = creditOutAt + ASK_WORD;
+        LONG.setVolatile(eager.segment(), at, eagerSent);
+        post(wr.wrId(0).opcode(Opcode.RDMA_WRITE).local(eager, at, 8)
+                .remote(peerCreditWord + ASK_WORD, peerCreditRkey).signaled(true), null, 0, -1);
+        askedAt = eagerSent;
+    }
+
+    /**
+     * Tells the peer how many eager slots this side has taken: every CREDIT_BATCH slots (one write per
+     * batch, not per message), and at once when the peer has asked since the last answer.
      */
     private void returnCredits() {
         long owed = eagerTaken - eagerReturned;
-        if (owed == 0 || (owed < CREDIT_BATCH && !awaiting.isEmpty()) || wqeCount == SEND_WQES) {
+        if (owed == 0 || wqeCount == SEND_WQES) {
             return;
+        }
+        if (owed < CREDIT_BATCH) {
+            long asked = (long) LONG.getVolatile(eager.segment(), creditInAt + ASK_WORD);
+            if (asked == askAnswered) {
+                return;
+            }
+            askAnswered = asked;
         }
         // One word, written again each time: a write the adapter reads late sends a larger count, still true.
         LONG.setVolatile(eager.segment(), creditOutAt, eagerTaken);
