@@ -99,7 +99,13 @@ class MultiProcessTest {
     static void processesAllReduce(int n, String transport, String buffers, int iterations, long count,
             int timeoutSeconds)
             throws Exception {
-        List<Rank> ranks = launch(n, transport, Integer.toString(iterations), Long.toString(count),
+        processesAllReduce(n, transport, buffers, iterations, count, timeoutSeconds, r -> Map.of());
+    }
+
+    /** As above, with environment variables per rank. */
+    static void processesAllReduce(int n, String transport, String buffers, int iterations, long count,
+            int timeoutSeconds, IntFunction<Map<String, String>> env) throws Exception {
+        List<Rank> ranks = launch(n, env, transport, Integer.toString(iterations), Long.toString(count),
                 Integer.toString(timeoutSeconds), buffers);
         boolean ok = true;
         StringBuilder report = new StringBuilder();

@@ -23,6 +23,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -321,6 +322,16 @@ class VerbsTransportTest {
         // Rank JVMs start slowly in the emulated VM (the first processes of a run most): a longer rendezvous.
         MultiProcessTest.processesAllReduce(3, "verbs", "shared", 3, 70_001, 240);
         MultiProcessTest.processesAllReduce(2, "verbs", "user", 3, 70_001, 240);
+    }
+
+    /**
+     * Two rank processes with different eager sizes (8192 and 64 bytes) use the smaller: an all-reduce of 4000
+     * bytes, whose messages fit the one but not the other, only completes when both sides agree on each message.
+     */
+    @Test
+    void rankProcessesWithDifferentEagerSizesUseTheSmaller() throws Exception {
+        MultiProcessTest.processesAllReduce(2, "verbs", "shared", 3, 1000, 240,
+                r -> Map.of("PANAMAX_VERBS_EAGER_BYTES", r == 0 ? "8192" : "64"));
     }
 
     @Test
