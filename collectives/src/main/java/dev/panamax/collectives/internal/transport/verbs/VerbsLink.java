@@ -124,10 +124,10 @@ public final class VerbsLink extends Link {
     /** The eager size both sides use (set when connecting). */
     private int eagerBytes;
     private long peerSlots;
-    private int peerSlotsRkey;
+    /** The rkey of the peer's eager region: its slots and its credit and ask words. */
+    private int peerEagerRkey;
     private int peerSlotBytes;
     private long peerCreditWord;
-    private int peerCreditRkey;
 
     // Receive side.
     private final ArrayDeque<RecvReq> toAdvertise = new ArrayDeque<>();
@@ -256,9 +256,8 @@ public final class VerbsLink extends Link {
                 int theirEager = in.readInt();
                 link.peerSlotBytes = in.readInt();
                 link.peerSlots = in.readLong();
-                link.peerSlotsRkey = in.readInt();
+                link.peerEagerRkey = in.readInt();
                 link.peerCreditWord = in.readLong();
-                link.peerCreditRkey = link.peerSlotsRkey;
                 if (theirEager < 0 || theirEager > link.peerSlotBytes) {
                     throw new CollectiveException("rank " + self + ": rank " + peer + " sent a malformed eager setup ("
                             + theirEager + " bytes in slots of " + link.peerSlotBytes + ")");
@@ -331,12 +330,15 @@ public final class VerbsLink extends Link {
                 long id = wc.wrId(i);
                 if ((id & RECV_TAG) != 0) {
                     int slot = (int) (id & ~RECV_TAG);
-                    if (wc.hasImmediate(i) && (wc.immediate(i) & EAGER_FLAG) != 0) {
-                        eagerArrived(wc.immediate(i) & ~EAGER_FLAG);
-                    } else if (wc.hasImmediate(i)) {
-                        arrived(wc.immediate(i));
-                    } else {
+                    if (!wc.hasImmediate(i)) {
                         advertisementReceived(slot);
+                    } else {
+                        int imm = wc.immediate(i);
+                        if ((imm & EAGER_FLAG) != 0) {
+                            eagerArrived(imm & ~EAGER_FLAG);
+                        } else {
+                            arrived(imm);
+                        }
                     }
                     postReceive(slot);
                 } else {
@@ -569,7 +571,7 @@ public final class VerbsLink extends Link {
             chunk = EAGER_WQE + slot;
         }
         wr.wrId(0).opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(EAGER_FLAG | bytes)
-                .remote(peerSlots + (long) slot * peerSlotBytes, peerSlotsRkey).signaled(true);
+                .remote(peerSlots + (long) slot * peerSlotBytes, peerEagerRkey).signaled(true);
         post(wr, s, bytes, chunk);
         s.offset = bytes;
         eagerSent++;
@@ -627,10 +629,7 @@ public final class VerbsLink extends Link {
         if (askedAt == eagerSent) {
             return;
         }
-        long at = creditOutAt + ASK_WORD;
-        LONG.setVolatile(eager.segment(), at, eagerSent);
-        post(wr.wrId(0).opcode(Opcode.RDMA_WRITE).local(eager, at, 8)
-                .remote(peerCreditWord + ASK_WORD, peerCreditRkey).signaled(true), null, 0, -1);
+        writeWord(ASK_WORD, eagerSent);
         askedAt = eagerSent;
     }
 
@@ -650,11 +649,19 @@ public final class VerbsLink extends Link {
             }
             askAnswered = asked;
         }
-        // One word, written again each time: a write the adapter reads late sends a larger count, still true.
-        LONG.setVolatile(eager.segment(), creditOutAt, eagerTaken);
-        post(wr.wrId(0).opcode(Opcode.RDMA_WRITE).local(eager, creditOutAt, 8)
-                .remote(peerCreditWord, peerCreditRkey).signaled(true), null, 0, -1);
+        writeWord(0, eagerTaken);
         eagerReturned = eagerTaken;
+    }
+
+    /**
+     * RDMA-writes {@code value} into the peer's word at {@code offset} from its credit word (the credit or
+     * the ask word), from this side's word at the same offset. One local word per kind, written again each
+     * time: both counts only grow, so a write the adapter reads late sends a larger count, still true.
+     */
+    private void writeWord(int offset, long value) {
+        LONG.setVolatile(eager.segment(), creditOutAt + offset, value);
+        post(wr.wrId(0).opcode(Opcode.RDMA_WRITE).local(eager, creditOutAt + offset, 8)
+                .remote(peerCreditWord + offset, peerEagerRkey).signaled(true), null, 0, -1);
     }
 
     private void post(SendRequest request, SendReq owner, long bytes, int chunk) {
