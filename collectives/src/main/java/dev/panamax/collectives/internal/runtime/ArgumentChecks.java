@@ -108,7 +108,9 @@ final class ArgumentChecks {
         if (count < 0) {
             throw new IllegalArgumentException("count must be >= 0: " + count);
         }
-        Objects.requireNonNull(s, name + " buffer");
+        if (s == null) {
+            throw new NullPointerException(name + " buffer"); // built only when thrown: checks run on every call
+        }
         if (!s.scope().isAlive()) {
             throw new IllegalStateException(name + " buffer's arena is closed");
         }

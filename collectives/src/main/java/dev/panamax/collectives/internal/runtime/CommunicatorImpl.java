@@ -68,6 +68,9 @@ public final class CommunicatorImpl implements Communicator {
     private final int localRanks;
     private final ArgumentChecks checks;
     private final PlanCache plans;
+    /** What a call leaves to run after unlocking, made once: a closure per call would allocate on every call. */
+    private final Runnable closeLinksOnRevoke = this::closeLinksAfterRevoke;
+    private final Runnable closeRoot = () -> root().close();
     private final List<CommunicatorImpl> children = new ArrayList<>();
     private volatile CallValidator validator;
     private ExecutorService worker;
@@ -173,7 +176,7 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
         checks.allReduce(send, recv, count, type, op);
-        runInIssueOrder(reduction(Collective.ALL_REDUCE, count, type, op, 0, send, recv));
+        runReductionInIssueOrder(Collective.ALL_REDUCE, count, type, op, 0, send, recv);
     }
 
     @Override
@@ -259,34 +262,31 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public void reduceScatter(MemorySegment send, MemorySegment recv, long recvCount, DataType type, ReduceOp op) {
         checks.reduceScatter(send, recv, recvCount, type, op);
-        runInIssueOrder(reduction(Collective.REDUCE_SCATTER, recvCount, type, op, 0, send, recv));
+        runReductionInIssueOrder(Collective.REDUCE_SCATTER, recvCount, type, op, 0, send, recv);
     }
 
     @Override
     public void allGather(MemorySegment send, MemorySegment recv, long sendCount, DataType type) {
         checks.allGather(send, recv, sendCount, type);
-        Schedule s = plans.plan(Collective.ALL_GATHER, sendCount, type, 0);
-        runInIssueOrder(() -> runSchedule(s, send, recv, type, null));
+        runScheduleInIssueOrder(plans.plan(Collective.ALL_GATHER, sendCount, type, 0), send, recv, type, null);
     }
 
     @Override
     public void broadcast(MemorySegment send, MemorySegment recv, long count, DataType type, int root) {
         checks.broadcast(send, recv, count, type, root);
-        Schedule s = plans.plan(Collective.BROADCAST, count, type, root);
-        runInIssueOrder(() -> runSchedule(s, send, recv, type, null));
+        runScheduleInIssueOrder(plans.plan(Collective.BROADCAST, count, type, root), send, recv, type, null);
     }
 
     @Override
     public void reduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op, int root) {
         checks.reduce(send, recv, count, type, op, root);
-        runInIssueOrder(reduction(Collective.REDUCE, count, type, op, root, send, recv));
+        runReductionInIssueOrder(Collective.REDUCE, count, type, op, root, send, recv);
     }
 
     @Override
     public void allToAll(MemorySegment send, MemorySegment recv, long count, DataType type) {
         checks.allToAll(send, recv, count, type);
-        Schedule s = plans.plan(Collective.ALL_TO_ALL, count, type, 0);
-        runInIssueOrder(() -> runSchedule(s, send, recv, type, null));
+        runScheduleInIssueOrder(plans.plan(Collective.ALL_TO_ALL, count, type, 0), send, recv, type, null);
     }
 
     @Override
@@ -328,8 +328,8 @@ public final class CommunicatorImpl implements Communicator {
 
     @Override
     public void barrier() {
-        Schedule s = plans.plan(Collective.BARRIER, 0, DataType.UINT8, 0);
-        runInIssueOrder(() -> runSchedule(s, MemorySegment.NULL, MemorySegment.NULL, DataType.UINT8, null));
+        runScheduleInIssueOrder(plans.plan(Collective.BARRIER, 0, DataType.UINT8, 0), MemorySegment.NULL,
+                MemorySegment.NULL, DataType.UINT8, null);
     }
 
     @Override
@@ -460,6 +460,16 @@ public final class CommunicatorImpl implements Communicator {
         }
         Schedule s = plans.plan(collective, count, type, root);
         return () -> runSchedule(s, send, recv, type, op);
+    }
+
+    /** As {@code runInIssueOrder(reduction(...))}, without a closure where the plain schedule runs. */
+    private void runReductionInIssueOrder(Collective collective, long count, DataType type, ReduceOp op, int root,
+            MemorySegment send, MemorySegment recv) {
+        if (averagesByScaling(type, op)) {
+            runInIssueOrder(reduction(collective, count, type, op, root, send, recv));
+        } else {
+            runScheduleInIssueOrder(plans.plan(collective, count, type, root), send, recv, type, op);
+        }
     }
 
     /** An average by scaling: the scalars are known (1/size each), so none are exchanged. */
@@ -795,7 +805,7 @@ public final class CommunicatorImpl implements Communicator {
         root.abortWaits(this);
         root.closeLinks(-1, -1);
         family.scheduleRelease();
-        family.releaseIfPending(() -> root().close());
+        family.releaseIfPending(closeRoot);
     }
 
     private CommunicatorImpl root() {
@@ -849,6 +859,32 @@ public final class CommunicatorImpl implements Communicator {
 
     /** Runs a call on this thread after the asynchronous calls issued before it, keeping issue order on every rank. */
     private void runInIssueOrder(Runnable collective) {
+        awaitEarlierAsync();
+        runLocked(collective);
+    }
+
+    /**
+     * As {@link #runInIssueOrder} for a schedule, with the steps of {@link #runLocked} and {@link #runOrBreakLinks}
+     * written out: a closure per call would be the only allocation of a repeated small collective.
+     */
+    private void runScheduleInIssueOrder(Schedule s, MemorySegment send, MemorySegment recv, DataType type,
+            ReduceOp op) {
+        awaitEarlierAsync();
+        family.lock();
+        try {
+            ensureOpen();
+            try {
+                runSchedule(s, send, recv, type, op);
+            } catch (RuntimeException | Error e) {
+                breakLinksAfter(e);
+                throw e;
+            }
+        } finally {
+            unlockAndFinishPending();
+        }
+    }
+
+    private void awaitEarlierAsync() {
         ensureOpen();
         CompletableFuture<Void> pending;
         synchronized (this) {
@@ -857,7 +893,6 @@ public final class CommunicatorImpl implements Communicator {
         if (!pending.isDone()) {
             pending.exceptionally(t -> null).join();
         }
-        runLocked(collective);
     }
 
     /** Queues a call on this communicator's worker thread, after the calls queued before it. */
@@ -888,10 +923,15 @@ public final class CommunicatorImpl implements Communicator {
             ensureOpen();
             runOrBreakLinks(collective);
         } finally {
-            family.unlock();
-            family.closeLinksIfRevoked(() -> root().closeLinks(-1, family.revokedBy()));
-            family.releaseIfPending(() -> root().close());
+            unlockAndFinishPending();
         }
+    }
+
+    /** Unlocks, then does what a revoke or an abort left for the lock's holder. */
+    private void unlockAndFinishPending() {
+        family.unlock();
+        family.closeLinksIfRevoked(closeLinksOnRevoke);
+        family.releaseIfPending(closeRoot);
     }
 
     /**
@@ -902,18 +942,29 @@ public final class CommunicatorImpl implements Communicator {
     private void runOrBreakLinks(Runnable collective) {
         try {
             collective.run();
-        } catch (MismatchedCallException e) {
-            throw e; // only descriptors moved, completely: the links are in step
-        } catch (RevokedException e) {
-            // Heard from a peer, or this rank's own revoke woke the call: pass it on to every peer.
-            family.markRevoked(e.revoker(), e);
-            root().closeLinks(-1, family.revokedBy());
-            throw e;
         } catch (RuntimeException | Error e) {
-            family.recordFailure(e);
-            closeLinks(e instanceof PeerFailedException pf ? pf.peer() : -1, family.revokedBy());
+            breakLinksAfter(e);
             throw e;
         }
+    }
+
+    /** What a failed call leaves behind: closed links (see {@link #runOrBreakLinks}); the caller rethrows. */
+    private void breakLinksAfter(Throwable e) {
+        if (e instanceof MismatchedCallException) {
+            return; // only descriptors moved, completely: the links are in step
+        }
+        if (e instanceof RevokedException r) {
+            // Heard from a peer, or this rank's own revoke woke the call: pass it on to every peer.
+            family.markRevoked(r.revoker(), r);
+            closeLinksAfterRevoke();
+            return;
+        }
+        family.recordFailure(e);
+        closeLinks(e instanceof PeerFailedException pf ? pf.peer() : -1, family.revokedBy());
+    }
+
+    private void closeLinksAfterRevoke() {
+        root().closeLinks(-1, family.revokedBy());
     }
 
     private void ensureOpen() {

@@ -24,7 +24,9 @@ import java.util.List;
  * every transfer posted at once and awaited together. The same executor serves every algorithm and
  * every transport; it allocates nothing per stage beyond the segment views the links need, and
  * those it keeps from the previous call when a call repeats it (same schedule, same buffers: the
- * common case of a training loop or a benchmark).
+ * common case of a training loop or a benchmark). A stage's completed requests go back to their
+ * links ({@link Link#recycle}), which may post them again: on shared memory a repeated small
+ * collective allocates nothing at all.
  *
  * <p>It emits the JFR events {@link CollectiveEvent} (per call) and {@link StepEvent} (per stage)
  * when a recording has enabled them; otherwise the cost is one enabled check per call and per
@@ -157,7 +159,7 @@ public final class ScheduleExecutor {
                 int posted = post(st, buffers, type, op, e, 0);
                 if (posted > 0) {
                     loop.awaitAll(requests, posted);
-                    Arrays.fill(requests, 0, posted, null);
+                    recycleRequests(posted);
                 }
                 Events.commit(event, id, schedule, i, st, e);
             }
@@ -249,7 +251,7 @@ public final class ScheduleExecutor {
                 }
                 if (posted > 0) {
                     loop.awaitAll(requests, posted);
-                    Arrays.fill(requests, 0, posted, null);
+                    recycleRequests(posted);
                 }
             }
         } catch (RuntimeException | Error t) {
@@ -369,6 +371,15 @@ public final class ScheduleExecutor {
             return MemorySegment.NULL;
         }
         return buffers[s.buffer()].asSlice(s.offset() * e, s.count() * e);
+    }
+
+    /** Hands the first {@code posted} requests, all completed, back to their links for reuse, and forgets them. */
+    private void recycleRequests(int posted) {
+        for (int i = 0; i < posted; i++) {
+            Request r = requests[i];
+            r.link().recycle(r);
+            requests[i] = null;
+        }
     }
 
     private void ensureRequests(int n) {

@@ -89,6 +89,14 @@ public abstract class Link implements AutoCloseable {
         return null;
     }
 
+    /**
+     * Hands back a completed request of this link that the caller holds no longer: the link may post it again for a
+     * later send or receive, so that a loop of small collectives allocates nothing per call. Links that do not reuse
+     * requests ignore it.
+     */
+    public void recycle(Request r) {
+    }
+
     /** Moves whatever can be moved now, in FIFO order; throws {@link CollectiveException} on failure or once closed. */
     public final void progress() {
         enter();

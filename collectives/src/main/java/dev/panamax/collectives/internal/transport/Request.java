@@ -36,6 +36,11 @@ public abstract class Request {
         done = true;
     }
 
+    /** For a link that reuses its completed requests ({@link Link#recycle}): pending again. */
+    protected final void reopen() {
+        done = false;
+    }
+
     /** For requests that complete by the peer's action (a consumed send): true once they have. */
     protected boolean checkComplete() {
         return false;
@@ -48,14 +53,24 @@ public abstract class Request {
     /** For error messages: "send of 4096 bytes to rank 3 over shm". */
     public abstract String describe();
 
-    /** A posted send of all of {@code src}; {@code offset} counts the bytes handed over so far. */
+    /**
+     * A posted send of all of {@code src}; {@code offset} counts the bytes handed over so far. The fields change only
+     * when a link reuses the request ({@link #reuse}).
+     */
     public static class Send extends Request {
-        public final MemorySegment src;
+        public MemorySegment src;
         public long offset;
 
         public Send(Link link, MemorySegment src) {
             super(link);
             this.src = src;
+        }
+
+        /** Makes this completed request a new pending send of {@code src}. */
+        public void reuse(MemorySegment src) {
+            this.src = src;
+            this.offset = 0;
+            reopen();
         }
 
         @Override
@@ -65,20 +80,36 @@ public abstract class Request {
         }
     }
 
-    /** A posted receive into {@code dst}, copying ({@code op == null}) or {@code dst = with op incoming}. */
+    /**
+     * A posted receive into {@code dst}, copying ({@code op == null}) or {@code dst = with op incoming}. The fields
+     * change only when a link reuses the request ({@link #reuse}).
+     */
     public static class Receive extends Request {
-        public final MemorySegment dst;
-        public final MemorySegment with;
-        public final DataType type;
-        public final ReduceOp op;
+        public MemorySegment dst;
+        public MemorySegment with;
+        public DataType type;
+        public ReduceOp op;
         /** The factors {@code with} and the incoming data are multiplied by as they are read (1: none). */
-        public final double withScale;
-        public final double incomingScale;
+        public double withScale;
+        public double incomingScale;
         public long offset;
 
         public Receive(Link link, MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
                 DataType type, ReduceOp op) {
             super(link);
+            set(dst, with, withScale, incomingScale, type, op);
+        }
+
+        /** Makes this completed request a new pending receive, with the constructor's meaning of the arguments. */
+        public void reuse(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
+                DataType type, ReduceOp op) {
+            set(dst, with, withScale, incomingScale, type, op);
+            offset = 0;
+            reopen();
+        }
+
+        private void set(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
+                DataType type, ReduceOp op) {
             this.dst = dst;
             this.with = with;
             this.withScale = withScale;

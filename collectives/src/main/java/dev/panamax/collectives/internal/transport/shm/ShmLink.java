@@ -40,6 +40,8 @@ import java.util.Map;
  */
 public final class ShmLink extends Link {
     static final int SLOTS = 8;
+    /** How many handed-back requests of each kind a link keeps for reuse. */
+    private static final int SPARE_REQUESTS = 16;
     static final long SLOT_BYTES = 256 * 1024;
     /** Messages at least this long go by reference when they lie in shared memory. */
     static final long BY_REFERENCE_MIN_BYTES = 64 * 1024;
@@ -93,6 +95,9 @@ public final class ShmLink extends Link {
     private final ArrayDeque<SendReq> awaitingConsumption = new ArrayDeque<>();
     private final ArrayDeque<Request.Receive> recvs = new ArrayDeque<>();
     private final PeerRegions peerRegions = new PeerRegions();
+    /** Completed requests handed back ({@link #recycle}), posted again before any new one is made. */
+    private final ArrayDeque<SendReq> spareSends = new ArrayDeque<>();
+    private final ArrayDeque<Request.Receive> spareRecvs = new ArrayDeque<>();
     private long head;       // sequence number of the next slot we publish on out
     private long peerTail;   // last seen consumer position of out
     private long tail;       // next slot we consume on in
@@ -139,7 +144,12 @@ public final class ShmLink extends Link {
 
     @Override
     public Request send(MemorySegment src) {
-        SendReq r = new SendReq(this, src);
+        SendReq r = spareSends.poll();
+        if (r == null) {
+            r = new SendReq(this, src);
+        } else {
+            r.reuse(src);
+        }
         if (src.byteSize() >= BY_REFERENCE_MIN_BYTES) {
             r.located = allocator.locate(src);
         }
@@ -150,9 +160,32 @@ public final class ShmLink extends Link {
     @Override
     public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
             DataType type, ReduceOp op) {
-        Request.Receive r = new Request.Receive(this, dst, with, withScale, incomingScale, type, op);
+        Request.Receive r = spareRecvs.poll();
+        if (r == null) {
+            r = new Request.Receive(this, dst, with, withScale, incomingScale, type, op);
+        } else {
+            r.reuse(dst, with, withScale, incomingScale, type, op);
+        }
         recvs.add(r);
         return r;
+    }
+
+    @Override
+    public void recycle(Request r) {
+        if (r.link() != this || !r.isDone()) {
+            return;
+        }
+        if (r instanceof SendReq s) {
+            if (spareSends.size() < SPARE_REQUESTS) {
+                s.located = null;
+                s.src = null; // holds no buffer while it waits
+                spareSends.add(s);
+            }
+        } else if (r instanceof Request.Receive rr && spareRecvs.size() < SPARE_REQUESTS) {
+            rr.dst = null;
+            rr.with = null;
+            spareRecvs.add(rr);
+        }
     }
 
     @Override
