@@ -37,6 +37,15 @@ public final class PerfRunner {
     private static final long PAGE = 4096;
     /** The JIT warm-up cycles over the sweep's sizes up to this many bytes. */
     private static final long JIT_WARMUP_MAX_BYTES = 64 * 1024;
+    /**
+     * Calls per row of the JIT warm-up: few enough that the row itself ({@code measure}) runs often enough to be
+     * compiled by the JIT's last tier during the warm-up (at 64 it was compiled in the first timed row, 100 ms of
+     * a compiler thread on CPUs the ranks need).
+     */
+    private static final int JIT_WARMUP_ROW_CALLS = 16;
+    /** How long the JIT of every rank must have been idle before the sweep starts, and the longest wait for that. */
+    private static final long JIT_QUIET_MILLIS = 200;
+    private static final long JIT_QUIET_MAX_MILLIS = 10_000;
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
 
     private final Communicator comm;
@@ -239,7 +248,8 @@ public final class PerfRunner {
      * and the next ~10^4 calls run interpreted, far longer than nccl-tests' 20 iterations. So: one
      * quiet pass over the whole sweep (every size, check and statistics included), then
      * {@code --jit-warmup} iterations cycling over the small sizes with the same per-size work
-     * every 64 iterations. Counts, not time: every rank does the same calls.
+     * every {@value #JIT_WARMUP_ROW_CALLS} iterations, a quarter of them through the row's untimed warm-up loop,
+     * then a wait for the JIT to go quiet. Counts, not time: every rank does the same calls.
      */
     private void warmUp(Buffers b, CheckData check) {
         PerfCollective c = config.collective();
@@ -252,11 +262,39 @@ public final class PerfRunner {
         if (small.isEmpty()) {
             small = List.of(JIT_WARMUP_MAX_BYTES); // every size is larger, so the buffers hold this
         }
-        for (int i = 0; i < config.jitWarmup(); i += 64) {
-            long count = c.count(small.get((i / 64) % small.size()), ts, ranks);
-            measure(b, check, count, 0, Math.min(64, config.jitWarmup() - i), 0);
+        for (int i = 0; i < config.jitWarmup(); i += JIT_WARMUP_ROW_CALLS) {
+            long count = c.count(small.get((i / JIT_WARMUP_ROW_CALLS) % small.size()), ts, ranks);
+            // Some through the row's own warm-up loop: compiled while it never ran, it would deoptimize at the first
+            // row and the timed calls that follow would share the CPUs with its recompilation.
+            int calls = Math.min(JIT_WARMUP_ROW_CALLS, config.jitWarmup() - i);
+            int untimed = calls / 4;
+            measure(b, check, count, untimed, calls - untimed, 0);
         }
+        awaitQuietJit(b);
         comm.barrier();
+    }
+
+    /**
+     * Waits until no rank's JIT has worked for {@link #JIT_QUIET_MILLIS} (at most {@link #JIT_QUIET_MAX_MILLIS},
+     * {@link JitActivity}): the warm-up leaves compilations queued, and on a host with few CPUs a compiler thread
+     * still at work takes a rank's CPU for a scheduler tick at a time (4 ms, in a scheduler trace of the first rows),
+     * while its peers wait for that rank. Every rank takes part in each round's decision.
+     */
+    private void awaitQuietJit(Buffers b) {
+        long deadline = System.nanoTime() + JIT_QUIET_MAX_MILLIS * 1_000_000L;
+        long last = JitActivity.sample();
+        while (true) {
+            LockSupport.parkNanos(JIT_QUIET_MILLIS * 1_000_000L);
+            long now = JitActivity.sample();
+            // 0: quiet here; 1: the JIT worked since the last round; 2: out of time (the maximum across ranks decides)
+            long state = System.nanoTime() - deadline > 0 ? 2 : now != last ? 1 : 0;
+            last = now;
+            b.wrongs.set(ValueLayout.JAVA_LONG, 0, state);
+            b.statsComm.allReduce(b.wrongs, 1, DataType.INT64, ReduceOp.MAX);
+            if (b.wrongs.get(ValueLayout.JAVA_LONG, 0) != 1) {
+                return;
+            }
+        }
     }
 
     /**

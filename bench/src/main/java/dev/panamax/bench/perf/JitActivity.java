@@ -1,0 +1,62 @@
+package dev.panamax.bench.perf;
+
+import java.io.IOException;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * How much this JVM's JIT has worked so far, to tell when it has gone quiet. On Linux: the CPU time of its compiler
+ * threads ({@code /proc/self/task/*}: threads named {@code C1 CompilerThre...}, {@code C2 CompilerThre...}), which
+ * grows while a long compilation is still running. Elsewhere: the total time of the finished compilations
+ * ({@link CompilationMXBean}), which does not.
+ */
+final class JitActivity {
+    private static final Path TASKS = Path.of("/proc/self/task");
+    /** The thread name as the kernel keeps it (15 characters). */
+    private static final String COMPILER_THREAD = "CompilerThre";
+
+    private JitActivity() {
+    }
+
+    /** A count that grows while the JIT works (clock ticks or milliseconds, only compared with itself); -1: unknown. */
+    static long sample() {
+        long ticks = compilerThreadTicks();
+        if (ticks >= 0) {
+            return ticks;
+        }
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;
+    }
+
+    /** The user and system clock ticks of the compiler threads; -1 where /proc is not there or not readable. */
+    private static long compilerThreadTicks() {
+        if (!Files.isDirectory(TASKS)) {
+            return -1;
+        }
+        long sum = 0;
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(TASKS)) {
+            for (Path task : tasks) {
+                String name;
+                String stat;
+                try {
+                    name = Files.readString(task.resolve("comm")).strip();
+                    if (!name.contains(COMPILER_THREAD)) {
+                        continue;
+                    }
+                    stat = Files.readString(task.resolve("stat"));
+                } catch (IOException e) {
+                    continue; // the thread ended meanwhile
+                }
+                // After "(comm)": state is field 3, utime and stime are fields 14 and 15.
+                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+                sum += Long.parseLong(f[11]) + Long.parseLong(f[12]);
+            }
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+        return sum;
+    }
+}
