@@ -31,6 +31,15 @@ final class JitActivity {
         return jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;
     }
 
+    /**
+     * The user and system clock ticks of a {@code /proc/.../stat} line: fields 14 and 15, counted after the
+     * parenthesized thread name, which may hold spaces and parentheses itself.
+     */
+    static long cpuTicks(String stat) {
+        String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        return Long.parseLong(f[11]) + Long.parseLong(f[12]); // f[0] is field 3, the state
+    }
+
     /** The user and system clock ticks of the compiler threads; -1 where /proc is not there or not readable. */
     private static long compilerThreadTicks() {
         if (!Files.isDirectory(TASKS)) {
@@ -50,9 +59,7 @@ final class JitActivity {
                 } catch (IOException e) {
                     continue; // the thread ended meanwhile
                 }
-                // After "(comm)": state is field 3, utime and stime are fields 14 and 15.
-                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-                sum += Long.parseLong(f[11]) + Long.parseLong(f[12]);
+                sum += cpuTicks(stat);
             }
         } catch (IOException | RuntimeException e) {
             return -1;
