@@ -90,9 +90,9 @@ public abstract class Link implements AutoCloseable {
     }
 
     /**
-     * Hands back a completed request of this link that the caller holds no longer: the link may post it again for a
-     * later send or receive, so that a loop of small collectives allocates nothing per call. Links that do not reuse
-     * requests ignore it.
+     * Hands back, once, a completed request of this link that the caller holds no longer: the link may post it again
+     * for a later send or receive, so that a loop of small collectives allocates nothing per call. Links that do not
+     * reuse requests ignore it.
      */
     public void recycle(Request r) {
     }
