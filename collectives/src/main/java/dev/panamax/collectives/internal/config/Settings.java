@@ -120,6 +120,13 @@ public final class Settings {
     public static final Knob REDUCE_BYTES_PER_SECOND = knob(null, "panamax.model.reduceBytesPerSecond", "1e10",
             "the reduction speed the planner's cost model assumes, in bytes per second");
 
+    // ---- the TCP transport ----------------------------------------------------------------------
+
+    public static final Knob TCP_CONNECTIONS = knob("PANAMAX_TCP_CONNECTIONS", "panamax.tcp.connections", "1",
+            "TCP connections between each pair of ranks (1 to 16), for networks that limit each connection's rate: "
+                    + "messages of 512 KiB and more are split over them, one part of about 256 KiB or more per "
+                    + "connection; two ranks use the smaller of their values");
+
     // ---- the verbs transport --------------------------------------------------------------------
 
     public static final Knob VERBS_DEVICE = knob("PANAMAX_VERBS_DEVICE", "panamax.verbs.device", "the first device",

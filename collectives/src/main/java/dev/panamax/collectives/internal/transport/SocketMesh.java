@@ -15,7 +15,9 @@ import java.net.StandardSocketOptions;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -31,31 +33,48 @@ import java.util.concurrent.TimeUnit;
  * handshake in which the connecting rank names itself and both prove they hold the job's secret;
  * the accepting rank runs each handshake on its own thread under a read timeout, so a stranger that
  * connects and stays silent delays nobody, and drops (and logs) any connection that fails it.
+ *
+ * <p>A pair of ranks may be joined by several connections (the TCP transport stripes large messages
+ * over them): each rank publishes how many it wants with its endpoint, the pair uses the smaller
+ * number, and after the handshake the connecting rank says which of them each connection is.
  */
 public final class SocketMesh implements AutoCloseable {
     /** How often the accept loop asks the rendezvous whether a peer it waits for has died. */
     private static final long LIVENESS_CHECK_NANOS = 100_000_000L;
 
     private static final int SOCKET_BUFFER_BYTES = 4 << 20;
-    private static final String PEER_CONTEXT = "panamax-peer-v1 to rank ";
+    private static final String PEER_CONTEXT = "panamax-peer-v2 to rank ";
+    /** The most connections a pair of ranks may share. */
+    public static final int MAX_CONNECTIONS_PER_PEER = 16;
 
-    /** Turns an authenticated connection to {@code peer} into its link. */
+    /** Turns the authenticated connections to {@code peer} (in the same order on both sides) into its link. */
     @FunctionalInterface
     public interface LinkFactory {
-        Link create(int peer, SocketChannel channel) throws IOException;
+        Link create(int peer, SocketChannel[] channels) throws IOException;
     }
 
-    private record Accepted(int peer, SocketChannel channel) {
+    /** An authenticated connection from a higher rank: connection {@code index} of the {@code count} it opens. */
+    private record Accepted(int peer, int index, int count, SocketChannel channel) {
     }
 
     private final MutualAuth auth;
     private final String bindAddress;
+    private final int connectionsPerPeer;
     private ServerSocketChannel listener;
 
-    /** @param bindAddress where to listen; null: the local address of the connection to the rendezvous */
-    public SocketMesh(MutualAuth auth, String bindAddress) {
+    /**
+     * @param bindAddress where to listen; null: the local address of the connection to the rendezvous
+     * @param connectionsPerPeer how many connections this rank wants to each peer (1 to {@link
+     *        #MAX_CONNECTIONS_PER_PEER}); a pair uses the smaller of both ranks' numbers
+     */
+    public SocketMesh(MutualAuth auth, String bindAddress, int connectionsPerPeer) {
+        if (connectionsPerPeer < 1 || connectionsPerPeer > MAX_CONNECTIONS_PER_PEER) {
+            throw new IllegalArgumentException("connections per peer: 1 to " + MAX_CONNECTIONS_PER_PEER + ", not "
+                    + connectionsPerPeer);
+        }
         this.auth = auth;
         this.bindAddress = bindAddress;
+        this.connectionsPerPeer = connectionsPerPeer;
     }
 
     /**
@@ -67,9 +86,9 @@ public final class SocketMesh implements AutoCloseable {
         InetAddress local = bindAddress != null ? InetAddress.getByName(bindAddress) : rendezvous.localAddress();
         ServerSocketChannel l = ServerSocketChannel.open();
         try {
-            l.bind(new InetSocketAddress(local, 0), rendezvous.size());
-            rendezvous.publish(name, local.getHostAddress() + ":" + ((InetSocketAddress) l.getLocalAddress())
-                    .getPort());
+            l.bind(new InetSocketAddress(local, 0), rendezvous.size() * connectionsPerPeer);
+            rendezvous.publish(name, new Endpoint(local.getHostAddress(),
+                    ((InetSocketAddress) l.getLocalAddress()).getPort(), connectionsPerPeer).toString());
         } catch (IOException | RuntimeException e) {
             l.close();
             throw e;
@@ -113,40 +132,50 @@ public final class SocketMesh implements AutoCloseable {
 
     /** Connects to every lower peer, proving who we are and checking that it is the peer. */
     private void connectLower(Rendezvous rendezvous, String name, boolean[] isPeer, Link[] links,
-            List<AutoCloseable> opened,
-                              long deadline, LinkFactory factory) throws IOException {
+            List<AutoCloseable> opened, long deadline, LinkFactory factory) throws IOException {
         int rank = rendezvous.rank();
         for (int p = 0; p < rank; p++) {
             if (!isPeer[p]) {
                 continue;
             }
-            String endpoint = rendezvous.lookup(name, p);
-            String[] hp = endpoint.split(":");
-            SocketChannel ch = SocketChannel.open();
-            opened.add(ch);
-            tune(ch);
-            ch.connect(new InetSocketAddress(hp[0], Integer.parseInt(hp[1])));
-            // The peer answers once it is done connecting to the ranks below it: wait up to the deadline.
-            ch.socket().setSoTimeout((int) Math.max(1,
-                    Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000)));
-            try {
-                auth.connect(new DataInputStream(ch.socket().getInputStream()),
-                        new DataOutputStream(ch.socket().getOutputStream()),
-                        PEER_CONTEXT + p, rank);
-            } catch (MutualAuth.Rejected e) {
-                throw new CollectiveException("rank " + rank + ": rank " + p + " at " + endpoint
-                        + " rejected this rank's TCP connection: wrong PANAMAX_SECRET?", e);
-            } catch (MutualAuth.Unproven e) {
-                throw new CollectiveException("rank " + rank + ": the endpoint of rank " + p + " at " + endpoint
-                        + " could not prove it holds the job's secret: " + e.getMessage(), e);
-            } catch (SocketTimeoutException e) {
-                throw new CollectiveTimeoutException("rank " + rank + ": rank " + p + " at " + endpoint
-                        + " did not answer the TCP handshake");
+            Endpoint endpoint = Endpoint.parse(rendezvous.lookup(name, p), p);
+            SocketChannel[] channels = new SocketChannel[Math.min(connectionsPerPeer, endpoint.connections())];
+            for (int i = 0; i < channels.length; i++) {
+                channels[i] = connectOne(rank, p, endpoint, i, channels.length, opened, deadline);
             }
-            ch.socket().setSoTimeout(0);
-            links[p] = factory.create(p, ch);
-            opened.remove(ch); // the link owns it now
+            links[p] = factory.create(p, channels);
+            opened.removeAll(List.of(channels)); // the link owns them now
         }
+    }
+
+    /** Opens connection {@code index} of {@code count} to the lower rank {@code p}: handshake, then which one it is. */
+    private SocketChannel connectOne(int rank, int p, Endpoint endpoint, int index, int count,
+            List<AutoCloseable> opened, long deadline) throws IOException {
+        SocketChannel ch = SocketChannel.open();
+        opened.add(ch);
+        tune(ch);
+        ch.connect(new InetSocketAddress(endpoint.host(), endpoint.port()));
+        // The peer answers once it is done connecting to the ranks below it: wait up to the deadline.
+        ch.socket().setSoTimeout((int) Math.max(1,
+                Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000)));
+        DataOutputStream out = new DataOutputStream(ch.socket().getOutputStream());
+        try {
+            auth.connect(new DataInputStream(ch.socket().getInputStream()), out, PEER_CONTEXT + p, rank);
+        } catch (MutualAuth.Rejected e) {
+            throw new CollectiveException("rank " + rank + ": rank " + p + " at " + endpoint.address()
+                    + " rejected this rank's TCP connection: wrong PANAMAX_SECRET?", e);
+        } catch (MutualAuth.Unproven e) {
+            throw new CollectiveException("rank " + rank + ": the endpoint of rank " + p + " at " + endpoint.address()
+                    + " could not prove it holds the job's secret: " + e.getMessage(), e);
+        } catch (SocketTimeoutException e) {
+            throw new CollectiveTimeoutException("rank " + rank + ": rank " + p + " at " + endpoint.address()
+                    + " did not answer the TCP handshake");
+        }
+        out.writeInt(index);
+        out.writeInt(count);
+        out.flush();
+        ch.socket().setSoTimeout(0);
+        return ch;
     }
 
     /** Accepts every higher peer; each handshake runs on its own thread under a read timeout. */
@@ -161,6 +190,7 @@ public final class SocketMesh implements AutoCloseable {
             }
         }
         BlockingQueue<Accepted> proven = new LinkedBlockingQueue<>();
+        SocketChannel[][] arrived = new SocketChannel[isPeer.length][];
         listener.configureBlocking(false);
         while (expected > 0) {
             SocketChannel ch = listener.accept();
@@ -195,13 +225,24 @@ public final class SocketMesh implements AutoCloseable {
                 }
                 continue;
             }
-            if (links[a.peer()] != null) {
-                a.channel().close(); // a second proven connection for the same rank: keep the first
+            SocketChannel[] channels = arrived[a.peer()];
+            if (channels == null) {
+                channels = new SocketChannel[a.count()];
+                arrived[a.peer()] = channels;
+            }
+            if (links[a.peer()] != null || a.count() != channels.length || channels[a.index()] != null) {
+                // A second proven connection in the same place, or one of a different set: keep the first.
+                MutualAuth.LOG.log(System.Logger.Level.WARNING, "rank " + rank + ": dropped a TCP connection from rank "
+                        + a.peer() + " (connection " + a.index() + " of " + a.count() + ") that it already has");
+                a.channel().close();
                 continue;
             }
-            links[a.peer()] = factory.create(a.peer(), a.channel());
-            opened.remove(a.channel()); // the link owns it now
-            expected--;
+            channels[a.index()] = a.channel();
+            if (Arrays.stream(channels).allMatch(Objects::nonNull)) {
+                links[a.peer()] = factory.create(a.peer(), channels);
+                opened.removeAll(List.of(channels)); // the link owns them now
+                expected--;
+            }
         }
     }
 
@@ -213,11 +254,17 @@ public final class SocketMesh implements AutoCloseable {
             ch.configureBlocking(true);
             tune(ch);
             ch.socket().setSoTimeout(MutualAuth.HANDSHAKE_TIMEOUT_MILLIS);
-            int p = auth.accept(new DataInputStream(ch.socket().getInputStream()),
-                    new DataOutputStream(ch.socket().getOutputStream()),
+            DataInputStream in = new DataInputStream(ch.socket().getInputStream());
+            int p = auth.accept(in, new DataOutputStream(ch.socket().getOutputStream()),
                     PEER_CONTEXT + rank, claim -> claim > rank && claim < isPeer.length && isPeer[claim]);
+            int index = in.readInt();
+            int count = in.readInt();
+            if (count < 1 || count > connectionsPerPeer || index < 0 || index >= count) {
+                throw new IOException("rank " + p + " numbered its connection " + index + " of " + count
+                        + ", but this rank takes 1 to " + connectionsPerPeer);
+            }
             ch.socket().setSoTimeout(0);
-            proven.add(new Accepted(p, ch));
+            proven.add(new Accepted(p, index, count, ch));
         } catch (IOException | RuntimeException e) {
             if (ch.isOpen()) {
                 MutualAuth.LOG.log(System.Logger.Level.WARNING,
@@ -242,6 +289,32 @@ public final class SocketMesh implements AutoCloseable {
                 l.close();
             } catch (IOException ignored) {
                 // closing
+            }
+        }
+    }
+
+    /** What a rank publishes: where it listens and how many connections it wants per peer. */
+    private record Endpoint(String host, int port, int connections) {
+        /** {@code host:port/connections}; an IPv6 host has colons, so the port follows the last one. */
+        @Override
+        public String toString() {
+            return address() + "/" + connections;
+        }
+
+        String address() {
+            return host + ":" + port;
+        }
+
+        static Endpoint parse(String published, int rank) {
+            int slash = published.lastIndexOf('/');
+            int colon = published.lastIndexOf(':', slash);
+            try {
+                return new Endpoint(published.substring(0, colon),
+                        Integer.parseInt(published.substring(colon + 1, slash)),
+                        Integer.parseInt(published.substring(slash + 1)));
+            } catch (RuntimeException e) {
+                throw new CollectiveException("rank " + rank + " published the TCP endpoint '" + published
+                        + "', not host:port/connections (a rank of another Panamax version?)", e);
             }
         }
     }

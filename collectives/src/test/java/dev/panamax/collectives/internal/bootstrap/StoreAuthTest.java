@@ -342,7 +342,7 @@ class StoreAuthTest {
         try (StoreClient peek = StoreClient.connect("127.0.0.1", port, TIMEOUT, 0, MutualAuth.of(SECRET))) {
             endpoint = peek.get("job/tcp/0");
         }
-        String[] hp = endpoint.split(":");
+        String[] hp = endpoint.substring(0, endpoint.lastIndexOf('/')).split(":"); // host:port/connections
         try (Socket silent = new Socket(hp[0], Integer.parseInt(hp[1]));
              Socket stranger = new Socket(hp[0], Integer.parseInt(hp[1]))) {
             stranger.setSoTimeout(30_000);

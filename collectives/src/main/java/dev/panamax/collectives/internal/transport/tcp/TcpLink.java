@@ -17,33 +17,44 @@ import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
 
 /**
- * The TCP transport: one non-blocking socket per peer. Each message is an 8-byte length followed
- * by the payload, written from and read into the {@link MemorySegment}s themselves through
- * {@link MemorySegment#asByteBuffer()} views (no byte[] in between). A reducing receive reads into
- * a small native staging buffer and folds it into the destination piece by piece.
+ * The TCP transport's link: one or more non-blocking sockets to the peer. On each socket a message
+ * (or its part) is an 8-byte header, the whole message's length, followed by the payload, written
+ * from and read into the {@link MemorySegment}s themselves through {@link MemorySegment#asByteBuffer()}
+ * views (no byte[] in between). A reducing receive reads into a small native staging buffer and
+ * folds it into the destination piece by piece.
+ *
+ * <p>With several sockets ({@code PANAMAX_TCP_CONNECTIONS}), messages of at least twice
+ * {@link #STRIPE_PART_BYTES} are split into up to one part per socket, each on its own socket. Both
+ * sides compute the same split from the length (which must agree), so each socket's stream stays in
+ * FIFO order; smaller messages all go over the first socket. This is for networks that cap each
+ * connection's rate (as NCCL's {@code NCCL_NSOCKS_PERTHREAD} is); on loopback it did not pay
+ * (docs/results/performance.md, "TCP at 128 KiB-2 MiB"), so one socket is the default. Parts are at least
+ * 256 KiB because splitting a 256 KiB message in two measured slower there.
  */
 public final class TcpLink extends Link {
+    /**
+     * A message is split into at most one part per socket and at most one per this many bytes (the last part may be
+     * shorter by the rounding of the others); messages under twice this stay whole on the first socket.
+     */
+    static final long STRIPE_PART_BYTES = 256 * 1024;
+    /** Parts start at multiples of this: a multiple of every element size, so a reduction folds whole elements. */
+    private static final long STRIPE_ALIGN_BYTES = 4096;
     private static final int STAGING_BYTES = 256 * 1024;
     /** ByteBuffer views are int-indexed: large segments are moved in windows. */
     private static final long WINDOW_BYTES = 1L << 30;
     private final int self;
-    private final SocketChannel channel;
+    private final Lane[] lanes;
     private final Arena arena = Arena.ofShared();
-    private final ByteBuffer sendHeader = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
-    private final ByteBuffer recvHeader = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
-    private final MemorySegment staging;
-    private final ByteBuffer stagingBuffer;
-    private final ByteBuffer[] pair = new ByteBuffer[2];
-    private final ArrayDeque<SendReq> sends = new ArrayDeque<>();
-    private final ArrayDeque<RecvReq> recvs = new ArrayDeque<>();
 
-    public TcpLink(int self, int peer, SocketChannel channel) throws IOException {
+    /** @param channels connected sockets to {@code peer}, in the order the peer has them */
+    public TcpLink(int self, int peer, SocketChannel[] channels) throws IOException {
         super(peer);
         this.self = self;
-        this.channel = channel;
-        channel.configureBlocking(false);
-        this.staging = arena.allocate(STAGING_BYTES, 64);
-        this.stagingBuffer = staging.asByteBuffer();
+        this.lanes = new Lane[channels.length];
+        for (int i = 0; i < channels.length; i++) {
+            channels[i].configureBlocking(false);
+            lanes[i] = new Lane(channels[i]);
+        }
     }
 
     @Override
@@ -51,26 +62,58 @@ public final class TcpLink extends Link {
         return "tcp";
     }
 
+    /** How many sockets join this link's two ranks. */
+    int sockets() {
+        return lanes.length;
+    }
+
+    /** How many parts a message of {@code byteSize} bytes is split into over {@code sockets} sockets. */
+    static int parts(long byteSize, int sockets) {
+        return (int) Math.max(1, Math.min(sockets, byteSize / STRIPE_PART_BYTES));
+    }
+
+    /** Where part {@code j} of {@code parts} starts (part {@code parts} "starts" at the end). */
+    static long partStart(long byteSize, int parts, int j) {
+        if (j == parts) {
+            return byteSize;
+        }
+        long each = (byteSize + parts - 1) / parts;
+        each = (each + STRIPE_ALIGN_BYTES - 1) / STRIPE_ALIGN_BYTES * STRIPE_ALIGN_BYTES;
+        return Math.min(byteSize, j * each);
+    }
+
     @Override
     public Request send(MemorySegment src) {
-        SendReq r = new SendReq(this, src);
-        sends.add(r);
+        long bytes = src.byteSize();
+        int parts = parts(bytes, lanes.length);
+        SendReq r = new SendReq(this, src, parts);
+        for (int j = 0; j < parts; j++) {
+            lanes[j].sends.add(new SendPart(r, partStart(bytes, parts, j), partStart(bytes, parts, j + 1)));
+        }
         return r;
     }
 
     @Override
     public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
             DataType type, ReduceOp op) {
-        RecvReq r = new RecvReq(this, dst, with, withScale, incomingScale, type, op);
-        recvs.add(r);
+        long bytes = dst.byteSize();
+        int parts = parts(bytes, lanes.length);
+        RecvReq r = new RecvReq(this, dst, with, withScale, incomingScale, type, op, parts);
+        for (int j = 0; j < parts; j++) {
+            lanes[j].recvs.add(new RecvPart(r, partStart(bytes, parts, j), partStart(bytes, parts, j + 1)));
+        }
         return r;
     }
 
     @Override
     protected void doProgress() {
         try {
-            progressSends();
-            progressRecvs();
+            for (Lane lane : lanes) {
+                progressSends(lane);
+            }
+            for (Lane lane : lanes) {
+                progressRecvs(lane);
+            }
         } catch (IOException e) {
             int failed = passedBlame();
             if (failed >= 0) {
@@ -83,159 +126,165 @@ public final class TcpLink extends Link {
 
     /**
      * After a failed write: the peer may have passed on a blame before it closed (a reset makes our
-     * writes fail first). Reads the next header when the receive side is between messages; the
+     * writes fail first). Reads the next header on each socket that is between messages; the
      * blamed rank, or -1.
      */
     private int passedBlame() {
-        RecvReq r = recvs.peek();
-        if (r != null && r.headerDone) {
-            return -1;
-        }
-        try {
-            if (recvHeader.hasRemaining()) {
-                channel.read(recvHeader);
+        for (Lane lane : lanes) {
+            RecvPart p = lane.recvs.peek();
+            if (p != null && p.headerDone) {
+                continue;
             }
-        } catch (IOException | RuntimeException ignored) {
-            // nothing more to read
+            try {
+                if (lane.recvHeader.hasRemaining()) {
+                    lane.channel.read(lane.recvHeader);
+                }
+            } catch (IOException | RuntimeException ignored) {
+                // nothing more to read
+            }
+            int failed = lane.recvHeader.hasRemaining() ? -1 : BlameHeader.blamedRank(lane.recvHeader.getLong(0));
+            if (failed >= 0) {
+                return failed;
+            }
         }
-        return recvHeader.hasRemaining() ? -1 : BlameHeader.blamedRank(recvHeader.getLong(0));
+        return -1;
     }
 
-    private void progressSends() throws IOException {
-        SendReq r;
-        while ((r = sends.peek()) != null) {
-            if (!r.headerDone) {
-                if (!r.headerStarted) {
-                    sendHeader.clear();
-                    sendHeader.putLong(0, r.src.byteSize());
-                    r.headerStarted = true;
-                    if (r.src.byteSize() > 0) {
-                        r.window = r.src.asSlice(0, Math.min(WINDOW_BYTES, r.src.byteSize())).asByteBuffer();
+    private static void progressSends(Lane lane) throws IOException {
+        SendPart p;
+        while ((p = lane.sends.peek()) != null) {
+            MemorySegment src = p.req.src;
+            if (!p.headerDone) {
+                if (!p.headerStarted) {
+                    lane.sendHeader.clear();
+                    lane.sendHeader.putLong(0, src.byteSize());
+                    p.headerStarted = true;
+                    if (p.offset < p.end) {
+                        p.window = window(src, p.offset, p.end);
                     }
                 }
-                if (r.window != null) {
+                if (p.window != null) {
                     // Header and payload in one writev: one segment, one wake-up for a small message.
-                    int before = r.window.position();
-                    pair[0] = sendHeader;
-                    pair[1] = r.window;
-                    channel.write(pair);
-                    r.offset += r.window.position() - before;
+                    int before = p.window.position();
+                    lane.pair[0] = lane.sendHeader;
+                    lane.pair[1] = p.window;
+                    lane.channel.write(lane.pair);
+                    p.moved(p.window.position() - before);
                 } else {
-                    channel.write(sendHeader);
+                    lane.channel.write(lane.sendHeader);
                 }
-                if (sendHeader.hasRemaining()) {
+                if (lane.sendHeader.hasRemaining()) {
                     return;
                 }
-                sendHeader.clear();
-                r.headerDone = true;
+                lane.sendHeader.clear();
+                p.headerDone = true;
             }
-            while (r.offset < r.src.byteSize()) {
-                if (r.window == null || !r.window.hasRemaining()) {
-                    r.window = r.src.asSlice(r.offset, Math.min(WINDOW_BYTES, r.src.byteSize() - r.offset))
-                            .asByteBuffer();
+            while (p.offset < p.end) {
+                if (p.window == null || !p.window.hasRemaining()) {
+                    p.window = window(src, p.offset, p.end);
                 }
-                int before = r.window.position();
-                channel.write(r.window);
-                int wrote = r.window.position() - before;
-                r.offset += wrote;
+                int before = p.window.position();
+                lane.channel.write(p.window);
+                int wrote = p.window.position() - before;
+                p.moved(wrote);
                 if (wrote == 0) {
                     return;
                 }
             }
-            r.complete();
-            sends.poll();
+            lane.sends.poll();
+            if (--p.req.partsLeft == 0) {
+                p.req.complete();
+            }
         }
     }
 
-    private void progressRecvs() throws IOException {
-        RecvReq r;
-        while ((r = recvs.peek()) != null) {
-            if (!r.headerDone) {
-                long got = readHeaderAndPayload(r);
+    private void progressRecvs(Lane lane) throws IOException {
+        RecvPart p;
+        while ((p = lane.recvs.peek()) != null) {
+            RecvReq r = p.req;
+            if (!p.headerDone) {
+                long got = readHeaderAndPayload(lane, p);
                 if (got < 0) {
                     throw eof();
                 }
-                if (recvHeader.hasRemaining()) {
+                if (lane.recvHeader.hasRemaining()) {
                     return;
                 }
-                long bytes = recvHeader.getLong(0);
-                recvHeader.clear();
-                r.headerDone = true;
+                long bytes = lane.recvHeader.getLong(0);
+                lane.recvHeader.clear();
+                p.headerDone = true;
                 int failed = BlameHeader.blamedRank(bytes);
                 if (failed >= 0) {
                     throw peerGaveUp(self, failed, null);
                 }
                 if (bytes != r.dst.byteSize()) {
                     throw new CollectiveException("rank " + peer + " sent " + bytes + " bytes but rank " + self
-                            + " expected "
-                            + r.dst.byteSize() + " (mismatched counts or types across ranks)");
+                            + " expected " + r.dst.byteSize() + " (mismatched counts or types across ranks)");
                 }
             }
-            long total = r.dst.byteSize();
-            while (r.offset < total) {
+            while (p.offset < p.end) {
                 if (r.op == null) {
-                    if (r.window == null || !r.window.hasRemaining()) {
-                        r.window = r.dst.asSlice(r.offset, Math.min(WINDOW_BYTES, total - r.offset)).asByteBuffer();
+                    if (p.window == null || !p.window.hasRemaining()) {
+                        p.window = window(r.dst, p.offset, p.end);
                     }
-                    int before = r.window.position();
-                    if (read(r.window) < 0) {
+                    int before = p.window.position();
+                    if (read(lane, p.window) < 0) {
                         throw eof();
                     }
-                    int got = r.window.position() - before;
-                    r.offset += got;
+                    int got = p.window.position() - before;
+                    p.moved(got);
                     if (got == 0) {
                         return;
                     }
                 } else {
                     // Fill a whole-element piece of staging, then fold it in.
-                    if (r.window == null) {
-                        int piece = (int) Math.min(STAGING_BYTES, total - r.offset);
-                        stagingBuffer.clear().limit(piece);
-                        r.window = stagingBuffer;
+                    if (p.window == null) {
+                        p.window = lane.stagingPiece(arena, p.end - p.offset);
                     }
-                    if (read(stagingBuffer) < 0) {
+                    if (read(lane, p.window) < 0) {
                         throw eof();
                     }
-                    if (stagingBuffer.hasRemaining()) {
+                    if (p.window.hasRemaining()) {
                         return;
                     }
-                    int piece = stagingBuffer.limit();
-                    r.fold(r.offset, staging, 0, piece / r.type.byteSize());
-                    r.offset += piece;
-                    r.window = null;
+                    int piece = p.window.limit();
+                    r.fold(p.offset, lane.staging, 0, piece / r.type.byteSize());
+                    p.moved(piece);
+                    p.window = null;
                 }
             }
-            r.complete();
-            recvs.poll();
+            lane.recvs.poll();
+            if (--r.partsLeft == 0) {
+                r.complete();
+            }
         }
     }
 
     /** Reads the header together with the first payload bytes (readv): one system call for a small message. */
-    private long readHeaderAndPayload(RecvReq r) throws IOException {
-        long total = r.dst.byteSize();
-        if (total == 0) {
-            return read(recvHeader);
+    private long readHeaderAndPayload(Lane lane, RecvPart p) throws IOException {
+        if (p.offset == p.end) {
+            return read(lane, lane.recvHeader);
         }
-        if (r.window == null) {
-            if (r.op == null) {
-                r.window = r.dst.asSlice(0, Math.min(WINDOW_BYTES, total)).asByteBuffer();
-            } else {
-                stagingBuffer.clear().limit((int) Math.min(STAGING_BYTES, total));
-                r.window = stagingBuffer;
-            }
+        RecvReq r = p.req;
+        if (p.window == null) {
+            p.window = r.op == null ? window(r.dst, p.offset, p.end) : lane.stagingPiece(arena, p.end - p.offset);
         }
-        int before = r.window.position();
-        pair[0] = recvHeader;
-        pair[1] = r.window;
-        long got = channel.read(pair);
+        int before = p.window.position();
+        lane.pair[0] = lane.recvHeader;
+        lane.pair[1] = p.window;
+        long got = lane.channel.read(lane.pair);
         if (r.op == null) {
-            r.offset += r.window.position() - before;
+            p.moved(p.window.position() - before);
         }
         return got;
     }
 
-    private int read(ByteBuffer b) throws IOException {
-        return b.hasRemaining() ? channel.read(b) : 0;
+    private static ByteBuffer window(MemorySegment segment, long from, long end) {
+        return segment.asSlice(from, Math.min(WINDOW_BYTES, end - from)).asByteBuffer();
+    }
+
+    private static int read(Lane lane, ByteBuffer b) throws IOException {
+        return b.hasRemaining() ? lane.channel.read(b) : 0;
     }
 
     private PeerFailedException eof() {
@@ -245,43 +294,46 @@ public final class TcpLink extends Link {
 
     @Override
     protected void doCheckPeer() {
-        if (!channel.isOpen()) {
-            throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer + " is closed",
-                    null);
-        }
-        if (recvs.isEmpty() && recvHeader.hasRemaining()) {
-            // Nothing posted: read ahead into the next header, which shows a closed connection (and
-            // a passed-on blame) now; the next receive goes on from the bytes read here.
-            int got;
-            try {
-                got = channel.read(recvHeader);
-            } catch (IOException e) {
-                throw new PeerFailedException(peer,
-                        "rank " + self + ": TCP connection to rank " + peer + " failed (peer died?): " + e.getMessage(),
-                                e);
+        for (Lane lane : lanes) {
+            if (!lane.channel.isOpen()) {
+                throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer
+                        + " is closed", null);
             }
-            if (got < 0) {
-                throw eof();
-            }
-            int failed = recvHeader.hasRemaining() ? -1 : BlameHeader.blamedRank(recvHeader.getLong(0));
-            if (failed >= 0) {
-                throw peerGaveUp(self, failed, null);
+            if (lane.recvs.isEmpty() && lane.recvHeader.hasRemaining()) {
+                // Nothing posted: read ahead into the next header, which shows a closed connection (and
+                // a passed-on blame) now; the next receive goes on from the bytes read here.
+                int got;
+                try {
+                    got = lane.channel.read(lane.recvHeader);
+                } catch (IOException e) {
+                    throw new PeerFailedException(peer, "rank " + self + ": TCP connection to rank " + peer
+                            + " failed (peer died?): " + e.getMessage(), e);
+                }
+                if (got < 0) {
+                    throw eof();
+                }
+                int failed = lane.recvHeader.hasRemaining() ? -1 : BlameHeader.blamedRank(lane.recvHeader.getLong(0));
+                if (failed >= 0) {
+                    throw peerGaveUp(self, failed, null);
+                }
             }
         }
     }
 
-    /** Closes the socket (the peer reads end of stream); NIO makes this safe beside a read or write on another thread.
+    /** Closes the sockets (the peer reads end of stream); NIO makes this safe beside a read or write on another thread.
      * */
     @Override
     protected void signalClose() {
         int failed = blame();
-        if (failed >= 0) {
-            passBlame(failed);
-        }
-        try {
-            channel.close();
-        } catch (IOException ignored) {
-            // closing
+        for (Lane lane : lanes) {
+            if (failed >= 0) {
+                passBlame(lane, failed);
+            }
+            try {
+                lane.channel.close();
+            } catch (IOException ignored) {
+                // closing
+            }
         }
     }
 
@@ -295,37 +347,103 @@ public final class TcpLink extends Link {
      * that this rank gave up because rank {@code failed} did. Only the thread that holds the
      * communicator's lock closes with a blame, so no send runs beside this write.
      */
-    private void passBlame(int failed) {
-        SendReq r = sends.peek();
-        if (r != null && r.headerStarted) {
+    private static void passBlame(Lane lane, int failed) {
+        SendPart p = lane.sends.peek();
+        if (p != null && p.headerStarted) {
             return; // mid-message: the peer will just see the connection close
         }
         try {
-            sendHeader.clear();
-            sendHeader.putLong(0, BlameHeader.encode(failed));
-            channel.write(sendHeader);
+            lane.sendHeader.clear();
+            lane.sendHeader.putLong(0, BlameHeader.encode(failed));
+            lane.channel.write(lane.sendHeader);
         } catch (IOException | RuntimeException ignored) {
             // the connection is gone already
         }
     }
 
-    private static final class SendReq extends Request.Send {
-        boolean headerStarted;
-        boolean headerDone;
-        ByteBuffer window;
+    /** One socket and the parts queued on it, in FIFO order per direction. */
+    private static final class Lane {
+        final SocketChannel channel;
+        final ByteBuffer sendHeader = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+        final ByteBuffer recvHeader = ByteBuffer.allocateDirect(8).order(ByteOrder.LITTLE_ENDIAN);
+        final ByteBuffer[] pair = new ByteBuffer[2];
+        final ArrayDeque<SendPart> sends = new ArrayDeque<>();
+        final ArrayDeque<RecvPart> recvs = new ArrayDeque<>();
+        /** Where a reducing receive lands before it is folded in; allocated at the first one. */
+        MemorySegment staging;
+        ByteBuffer stagingBuffer;
 
-        SendReq(TcpLink link, MemorySegment src) {
+        Lane(SocketChannel channel) {
+            this.channel = channel;
+        }
+
+        /** The staging buffer, cleared and limited to the next piece of a part with {@code left} bytes to go. */
+        ByteBuffer stagingPiece(Arena arena, long left) {
+            if (staging == null) {
+                staging = arena.allocate(STAGING_BYTES, 64);
+                stagingBuffer = staging.asByteBuffer();
+            }
+            return stagingBuffer.clear().limit((int) Math.min(STAGING_BYTES, left));
+        }
+    }
+
+    private static final class SendReq extends Request.Send {
+        int partsLeft;
+
+        SendReq(TcpLink link, MemorySegment src, int parts) {
             super(link, src);
+            this.partsLeft = parts;
         }
     }
 
     private static final class RecvReq extends Request.Receive {
+        int partsLeft;
+
+        RecvReq(TcpLink link, MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
+                DataType type, ReduceOp op, int parts) {
+            super(link, dst, with, withScale, incomingScale, type, op);
+            this.partsLeft = parts;
+        }
+    }
+
+    /** Bytes {@code [offset, end)} of a send, on one socket. */
+    private static final class SendPart {
+        final SendReq req;
+        final long end;
+        long offset;
+        boolean headerStarted;
         boolean headerDone;
         ByteBuffer window;
 
-        RecvReq(TcpLink link, MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
-                DataType type, ReduceOp op) {
-            super(link, dst, with, withScale, incomingScale, type, op);
+        SendPart(SendReq req, long start, long end) {
+            this.req = req;
+            this.offset = start;
+            this.end = end;
+        }
+
+        void moved(long bytes) {
+            offset += bytes;
+            req.offset += bytes;
+        }
+    }
+
+    /** Bytes {@code [offset, end)} of a receive, on one socket. */
+    private static final class RecvPart {
+        final RecvReq req;
+        final long end;
+        long offset;
+        boolean headerDone;
+        ByteBuffer window;
+
+        RecvPart(RecvReq req, long start, long end) {
+            this.req = req;
+            this.offset = start;
+            this.end = end;
+        }
+
+        void moved(long bytes) {
+            offset += bytes;
+            req.offset += bytes;
         }
     }
 }

@@ -1,6 +1,7 @@
 package dev.panamax.collectives.internal.transport.tcp;
 
 import dev.panamax.collectives.internal.auth.MutualAuth;
+import dev.panamax.collectives.internal.config.Settings;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.PeerInfo;
 import dev.panamax.collectives.internal.transport.Rendezvous;
@@ -9,13 +10,39 @@ import dev.panamax.collectives.internal.transport.Transport;
 
 import java.io.IOException;
 
-/** TCP to any peer: one authenticated, non-blocking socket per peer ({@link TcpLink}). */
+/**
+ * TCP to any peer: authenticated, non-blocking sockets, {@link Settings#TCP_CONNECTIONS} of them per
+ * pair of ranks, which a {@link TcpLink} stripes large messages over.
+ */
 public final class TcpTransport implements Transport {
     private final SocketMesh mesh;
 
-    /** @param bindAddress where to listen; null: the local address this process uses to reach the rendezvous */
+    /**
+     * @param bindAddress where to listen; null: the local address this process uses to reach the rendezvous
+     * @throws IllegalArgumentException when {@link Settings#TCP_CONNECTIONS} is not a number from 1 to 16
+     */
     public TcpTransport(MutualAuth auth, String bindAddress) {
-        this.mesh = new SocketMesh(auth, bindAddress);
+        this(auth, bindAddress, connectionsFromSettings());
+    }
+
+    /** As above with the number of connections per peer given (1 to {@link SocketMesh#MAX_CONNECTIONS_PER_PEER}). */
+    public TcpTransport(MutualAuth auth, String bindAddress, int connectionsPerPeer) {
+        this.mesh = new SocketMesh(auth, bindAddress, connectionsPerPeer);
+    }
+
+    static int connectionsFromSettings() {
+        String v = Settings.TCP_CONNECTIONS.value(Settings.TCP_CONNECTIONS.defaultValue());
+        int n;
+        try {
+            n = Integer.parseInt(v);
+        } catch (NumberFormatException e) {
+            n = -1;
+        }
+        if (n < 1 || n > SocketMesh.MAX_CONNECTIONS_PER_PEER) {
+            throw new IllegalArgumentException(Settings.TCP_CONNECTIONS.name() + ": a number of connections from 1 to "
+                    + SocketMesh.MAX_CONNECTIONS_PER_PEER + ", not '" + v + "'");
+        }
+        return n;
     }
 
     @Override
@@ -41,7 +68,7 @@ public final class TcpTransport implements Transport {
     @Override
     public Session connect(Rendezvous rendezvous, PeerInfo[] peers, Link[] links) throws IOException {
         int rank = rendezvous.rank();
-        mesh.connect(rendezvous, name(), peers, links, (peer, channel) -> new TcpLink(rank, peer, channel));
+        mesh.connect(rendezvous, name(), peers, links, (peer, channels) -> new TcpLink(rank, peer, channels));
         return () -> { };
     }
 }

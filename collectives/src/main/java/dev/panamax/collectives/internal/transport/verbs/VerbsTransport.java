@@ -21,7 +21,7 @@ public final class VerbsTransport implements Transport {
 
     /** @param bindAddress where to listen for the set-up connections; null: the address used to reach the rendezvous */
     public VerbsTransport(MutualAuth auth, String bindAddress) {
-        this.mesh = new SocketMesh(auth, bindAddress);
+        this.mesh = new SocketMesh(auth, bindAddress, 1);
     }
 
     @Override
@@ -50,8 +50,8 @@ public final class VerbsTransport implements Transport {
         long timeoutNanos = rendezvous.timeoutNanos();
         VerbsDomain domain = VerbsDomain.open();
         try {
-            mesh.connect(rendezvous, name(), peers, links, (peer, channel) ->
-                    VerbsLink.connect(rank, peer, channel, domain, timeoutNanos));
+            mesh.connect(rendezvous, name(), peers, links, (peer, channels) ->
+                    VerbsLink.connect(rank, peer, channels[0], domain, timeoutNanos));
         } catch (IOException | RuntimeException e) {
             domain.release();
             throw e;
