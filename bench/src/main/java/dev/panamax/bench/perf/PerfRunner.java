@@ -38,6 +38,12 @@ public final class PerfRunner {
     /** The JIT warm-up cycles over the sweep's sizes up to this many bytes. */
     private static final long JIT_WARMUP_MAX_BYTES = 64 * 1024;
     /**
+     * The rows above {@link #JIT_WARMUP_MAX_BYTES} get their own warm-up over the sizes up to this: messages beyond
+     * 64 KiB take other paths (shared memory hands them over by reference, the algorithms change), and a 256 KiB row
+     * of 4 ranks on 2 CPUs without it had C2 compiling on both CPUs, 4-5 ms at a time, through its timed calls.
+     */
+    private static final long JIT_WARMUP_MID_MAX_BYTES = 1024 * 1024;
+    /**
      * Calls per row of the JIT warm-up: few enough that the row itself ({@code measure}) runs often enough to be
      * compiled by the JIT's last tier during the warm-up (at 64 it was compiled in the first timed row, 100 ms of
      * a compiler thread on CPUs the ranks need).
@@ -142,7 +148,12 @@ public final class PerfRunner {
                 t.fill(check, comm.rank());
                 warmUp(b, check);
                 List<String> d = described.get(alg);
+                boolean midWarmed = false;
                 for (int i = 0; i < config.sizes().size(); i++) {
+                    if (!midWarmed && config.sizes().get(i) > JIT_WARMUP_MAX_BYTES) {
+                        warmUpMidSizes(b, check);
+                        midWarmed = true;
+                    }
                     Row row = measure(b, check, c.count(config.sizes().get(i), ts, ranks), config.warmup(),
                             config.iters(), config.straggleNanos())
                             .withAlgorithm(alg, d.get(i)).withPrediction(predicted.get(alg).get(i));
@@ -262,16 +273,40 @@ public final class PerfRunner {
         if (small.isEmpty()) {
             small = List.of(JIT_WARMUP_MAX_BYTES); // every size is larger, so the buffers hold this
         }
-        for (int i = 0; i < config.jitWarmup(); i += JIT_WARMUP_ROW_CALLS) {
-            long count = c.count(small.get((i / JIT_WARMUP_ROW_CALLS) % small.size()), ts, ranks);
+        cycle(b, check, small, config.jitWarmup());
+        awaitQuietJit(b);
+        comm.barrier();
+    }
+
+    /**
+     * Right before the first row above {@link #JIT_WARMUP_MAX_BYTES}: a quarter of {@code --jit-warmup} iterations
+     * cycling over the sweep's sizes up to {@link #JIT_WARMUP_MID_MAX_BYTES} above it, then the wait for the JIT to go
+     * quiet. Not before the small rows: with it there, 4 ranks on 2 CPUs measured their 8 B-32 KiB rows 1.2-1.5x
+     * slower in 3 runs of 4 (and in 0 of 4 without), a state of the run that the small warm-up after it did not undo.
+     */
+    private void warmUpMidSizes(Buffers b, CheckData check) {
+        List<Long> mid = config.sizes().stream()
+                .filter(bytes -> bytes > JIT_WARMUP_MAX_BYTES && bytes <= JIT_WARMUP_MID_MAX_BYTES).toList();
+        if (mid.isEmpty() || config.jitWarmup() == 0) {
+            return;
+        }
+        cycle(b, check, mid, config.jitWarmup() / 4);
+        awaitQuietJit(b);
+        comm.barrier();
+    }
+
+    /** {@code iterations} calls cycling over {@code sizes}, {@value #JIT_WARMUP_ROW_CALLS} per size in turn. */
+    private void cycle(Buffers b, CheckData check, List<Long> sizes, int iterations) {
+        PerfCollective c = config.collective();
+        for (int i = 0; i < iterations && !sizes.isEmpty(); i += JIT_WARMUP_ROW_CALLS) {
+            long count = c.count(sizes.get((i / JIT_WARMUP_ROW_CALLS) % sizes.size()), config.type().byteSize(),
+                    comm.size());
             // Some through the row's own warm-up loop: compiled while it never ran, it would deoptimize at the first
             // row and the timed calls that follow would share the CPUs with its recompilation.
-            int calls = Math.min(JIT_WARMUP_ROW_CALLS, config.jitWarmup() - i);
+            int calls = Math.min(JIT_WARMUP_ROW_CALLS, iterations - i);
             int untimed = calls / 4;
             measure(b, check, count, untimed, calls - untimed, 0);
         }
-        awaitQuietJit(b);
-        comm.barrier();
     }
 
     /**

@@ -44,4 +44,16 @@ class PerfMainTest {
         assertTrue(doc.contains("\"links\" : [ \"local\" ]"), doc);
         assertTrue(doc.contains("\"p99Us\""), doc);
     }
+
+    @Test
+    void aSweepAcross64KiBWarmsItsLargerRowsToo() {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        int status = PerfMain.run(new String[] {"allreduce", "-t", "local", "-np", "3", "-b", "32K", "-e", "256K", "-n",
+                "2", "-w", "1", "--jit-warmup", "32", "--timeout", "30"},
+                new PrintStream(out, true, StandardCharsets.UTF_8), System.err);
+        String text = out.toString(StandardCharsets.UTF_8);
+        assertEquals(0, status, text);
+        assertEquals(4, text.lines().filter(l -> !l.startsWith("#")).count(), text);
+        assertTrue(text.contains("Out of bounds values : 0 OK"), text);
+    }
 }
