@@ -406,43 +406,52 @@ public final class TcpLink extends Link {
         }
     }
 
-    /** Bytes {@code [offset, end)} of a send, on one socket. */
-    private static final class SendPart {
-        final SendReq req;
+    /** Bytes {@code [offset, end)} of a message, on one socket. */
+    private abstract static class Part {
         final long end;
         long offset;
-        boolean headerStarted;
         boolean headerDone;
         ByteBuffer window;
 
-        SendPart(SendReq req, long start, long end) {
-            this.req = req;
+        Part(long start, long end) {
             this.offset = start;
             this.end = end;
         }
 
-        void moved(long bytes) {
+        /** Counts bytes moved here and on the request, whose offset a timeout's message reports. */
+        final void moved(long bytes) {
             offset += bytes;
+            countOnRequest(bytes);
+        }
+
+        abstract void countOnRequest(long bytes);
+    }
+
+    private static final class SendPart extends Part {
+        final SendReq req;
+        boolean headerStarted;
+
+        SendPart(SendReq req, long start, long end) {
+            super(start, end);
+            this.req = req;
+        }
+
+        @Override
+        void countOnRequest(long bytes) {
             req.offset += bytes;
         }
     }
 
-    /** Bytes {@code [offset, end)} of a receive, on one socket. */
-    private static final class RecvPart {
+    private static final class RecvPart extends Part {
         final RecvReq req;
-        final long end;
-        long offset;
-        boolean headerDone;
-        ByteBuffer window;
 
         RecvPart(RecvReq req, long start, long end) {
+            super(start, end);
             this.req = req;
-            this.offset = start;
-            this.end = end;
         }
 
-        void moved(long bytes) {
-            offset += bytes;
+        @Override
+        void countOnRequest(long bytes) {
             req.offset += bytes;
         }
     }
