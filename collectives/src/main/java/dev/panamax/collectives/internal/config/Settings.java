@@ -61,6 +61,24 @@ public final class Settings {
             return !(v.equals("0") || v.equalsIgnoreCase("false") || v.equalsIgnoreCase("no"));
         }
 
+        /**
+         * {@link #value()} or the default, as a whole number from {@code min} to {@code max}; otherwise throws an
+         * {@link IllegalArgumentException} naming the knob, {@code what} it takes and the value given.
+         */
+        public int intValue(int min, int max, String what) {
+            String v = value(defaultValue);
+            try {
+                int n = Integer.parseInt(v);
+                if (n >= min && n <= max) {
+                    return n;
+                }
+            } catch (NumberFormatException e) {
+                // named below
+            }
+            throw new IllegalArgumentException(name() + ": " + what + " from " + min + " to " + max + ", not '" + v
+                    + "'");
+        }
+
         /** The environment variable first, then the aliases read after it. */
         public List<String> envNames() {
             List<String> out = new ArrayList<>();

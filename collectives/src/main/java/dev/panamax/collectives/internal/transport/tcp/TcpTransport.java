@@ -31,18 +31,7 @@ public final class TcpTransport implements Transport {
     }
 
     static int connectionsFromSettings() {
-        String v = Settings.TCP_CONNECTIONS.value(Settings.TCP_CONNECTIONS.defaultValue());
-        int n;
-        try {
-            n = Integer.parseInt(v);
-        } catch (NumberFormatException e) {
-            n = -1;
-        }
-        if (n < 1 || n > SocketMesh.MAX_CONNECTIONS_PER_PEER) {
-            throw new IllegalArgumentException(Settings.TCP_CONNECTIONS.name() + ": a number of connections from 1 to "
-                    + SocketMesh.MAX_CONNECTIONS_PER_PEER + ", not '" + v + "'");
-        }
-        return n;
+        return Settings.TCP_CONNECTIONS.intValue(1, SocketMesh.MAX_CONNECTIONS_PER_PEER, "a number of connections");
     }
 
     @Override

@@ -93,18 +93,7 @@ public final class VerbsDomain {
 
     /** The eager threshold setting, checked before any device is opened. */
     static int eagerBytes() {
-        String v = Settings.VERBS_EAGER_BYTES.value(Settings.VERBS_EAGER_BYTES.defaultValue());
-        int bytes;
-        try {
-            bytes = Integer.parseInt(v);
-        } catch (NumberFormatException e) {
-            bytes = -1;
-        }
-        if (bytes < 0 || bytes > VerbsLink.MAX_EAGER_BYTES) {
-            throw new IllegalArgumentException(Settings.VERBS_EAGER_BYTES.name() + ": a byte count from 0 to "
-                    + VerbsLink.MAX_EAGER_BYTES + ", not '" + v + "'");
-        }
-        return bytes;
+        return Settings.VERBS_EAGER_BYTES.intValue(0, VerbsLink.MAX_EAGER_BYTES, "a byte count");
     }
 
     /**
