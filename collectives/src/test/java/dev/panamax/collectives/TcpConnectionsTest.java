@@ -4,7 +4,7 @@ import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
@@ -14,20 +14,21 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
- * The collectives over TCP with several connections per pair of ranks ({@code panamax.tcp.connections}),
- * which split every message of 512 KiB and more: the contract suite's checks at counts whose
- * messages are split unevenly, on an odd and an even number of ranks.
+ * The collectives over TCP with other numbers of one-way connections per direction than the default one
+ * ({@code panamax.tcp.dataConnections}; the contract suite runs the default): none, where every message shares
+ * one connection both ways, and two, which split every message of 512 KiB and more. The contract suite's checks
+ * at counts whose messages are split unevenly, on an odd and an even number of ranks.
  */
 class TcpConnectionsTest {
-    @ParameterizedTest(name = "{0} ranks")
-    @ValueSource(ints = {3, 4})
-    void collectivesOverSplitMessagesMatchTheReference(int n) {
+    @ParameterizedTest(name = "{0} ranks, {1} one-way connections per direction")
+    @CsvSource({"3, 2", "4, 0"})
+    void collectivesMatchTheReference(int n, int dataConnections) {
         List<Communicator> comms;
-        System.setProperty("panamax.tcp.connections", "3");
+        System.setProperty("panamax.tcp.dataConnections", Integer.toString(dataConnections));
         try {
             comms = Ranks.Transport.TCP.open(n);
         } finally {
-            System.clearProperty("panamax.tcp.connections");
+            System.clearProperty("panamax.tcp.dataConnections");
         }
         List<String> failures = Collections.synchronizedList(new ArrayList<>());
         try {

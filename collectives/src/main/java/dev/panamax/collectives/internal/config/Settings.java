@@ -140,10 +140,13 @@ public final class Settings {
 
     // ---- the TCP transport ----------------------------------------------------------------------
 
-    public static final Knob TCP_CONNECTIONS = knob("PANAMAX_TCP_CONNECTIONS", "panamax.tcp.connections", "1",
-            "TCP connections between each pair of ranks (1 to 16), for networks that limit each connection's rate: "
-                    + "messages of 512 KiB and more are split over them, one part of about 256 KiB or more per "
-                    + "connection; two ranks use the smaller of their values");
+    public static final Knob TCP_DATA_CONNECTIONS = knob("PANAMAX_TCP_DATA_CONNECTIONS",
+            "panamax.tcp.dataConnections", "1",
+            "one-way TCP connections per direction between each pair of ranks for messages of 128 KiB and more "
+                    + "(0 to 8; 0: every message on the connection the pair's smaller messages share both ways); "
+                    + "with several, messages of 512 KiB and more are split over them, one part of about 256 KiB or "
+                    + "more per connection, for networks that limit each connection's rate; two ranks use the "
+                    + "smaller of their values");
 
     // ---- the verbs transport --------------------------------------------------------------------
 

@@ -34,8 +34,8 @@ import java.util.concurrent.TimeUnit;
  * the accepting rank runs each handshake on its own thread under a read timeout, so a stranger that
  * connects and stays silent delays nobody, and drops (and logs) any connection that fails it.
  *
- * <p>A pair of ranks may be joined by several connections (the TCP transport stripes large messages
- * over them): each rank publishes how many it wants with its endpoint, the pair uses the smaller
+ * <p>A pair of ranks may be joined by several connections (the TCP transport gives large messages
+ * their own): each rank publishes how many it wants with its endpoint, the pair uses the smaller
  * number, and after the handshake the connecting rank says which of them each connection is.
  */
 public final class SocketMesh implements AutoCloseable {
@@ -43,9 +43,9 @@ public final class SocketMesh implements AutoCloseable {
     private static final long LIVENESS_CHECK_NANOS = 100_000_000L;
 
     private static final int SOCKET_BUFFER_BYTES = 4 << 20;
-    private static final String PEER_CONTEXT = "panamax-peer-v2 to rank ";
-    /** The most connections a pair of ranks may share. */
-    public static final int MAX_CONNECTIONS_PER_PEER = 16;
+    private static final String PEER_CONTEXT = "panamax-peer-v3 to rank ";
+    /** The most connections a pair of ranks may share (the TCP transport's shared one and 8 one-way each way). */
+    public static final int MAX_CONNECTIONS_PER_PEER = 17;
 
     /** Turns the authenticated connections to {@code peer} (in the same order on both sides) into its link. */
     @FunctionalInterface

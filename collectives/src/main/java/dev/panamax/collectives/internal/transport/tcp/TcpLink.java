@@ -15,46 +15,78 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayDeque;
+import java.util.Arrays;
 
 /**
- * The TCP transport's link: one or more non-blocking sockets to the peer. On each socket a message
- * (or its part) is an 8-byte header, the whole message's length, followed by the payload, written
- * from and read into the {@link MemorySegment}s themselves through {@link MemorySegment#asByteBuffer()}
- * views (no byte[] in between). A reducing receive reads into a small native staging buffer and
- * folds it into the destination piece by piece.
+ * The TCP transport's link: non-blocking sockets to the peer. On each socket a message (or its part)
+ * is an 8-byte header, the whole message's length, followed by the payload, written from and read
+ * into the {@link MemorySegment}s themselves through {@link MemorySegment#asByteBuffer()} views (no
+ * byte[] in between). A reducing receive reads into a small native staging buffer and folds it into
+ * the destination piece by piece.
  *
- * <p>With several sockets ({@code PANAMAX_TCP_CONNECTIONS}), messages of at least twice
- * {@link #STRIPE_PART_BYTES} are split into up to one part per socket, each on its own socket. Both
- * sides compute the same split from the length (which must agree), so each socket's stream stays in
- * FIFO order; smaller messages all go over the first socket. This is for networks that cap each
- * connection's rate (as NCCL's {@code NCCL_NSOCKS_PERTHREAD} is); on loopback it did not pay
- * (docs/results/performance.md, "TCP at 128 KiB-2 MiB"), so one socket is the default. Parts are at least
- * 256 KiB because splitting a 256 KiB message in two measured slower there.
+ * <p>The first socket carries messages under {@link #ONE_WAY_MIN_BYTES} both ways. Larger messages go
+ * over one-way sockets ({@code PANAMAX_TCP_DATA_CONNECTIONS} per direction): the first socket then
+ * carries only their header, in order with the small messages, so both ranks check every length on
+ * one stream. A socket that carries large messages both ways at once was measured 1.2-1.4x slower on
+ * loopback: while a rank writes a large message, the peer's data arriving on the same socket waits for
+ * the socket's lock, so its acknowledgements go out late, and the connection reorders and retransmits
+ * (docs/results/performance.md, "TCP: one-way connections for large messages"). With several
+ * one-way sockets per direction, messages of at least twice {@link #STRIPE_PART_BYTES} are split into
+ * up to one part per socket; both sides compute the same split from the length (which must agree), so
+ * each socket's stream stays in FIFO order. That is for networks that cap each connection's rate (as
+ * NCCL's {@code NCCL_NSOCKS_PERTHREAD} is). With no one-way sockets every message goes over the first.
  */
 public final class TcpLink extends Link {
     /**
      * A message is split into at most one part per socket and at most one per this many bytes (the last part may be
-     * shorter by the rounding of the others); messages under twice this stay whole on the first socket.
+     * shorter by the rounding of the others); messages under twice this stay whole on one socket.
      */
     static final long STRIPE_PART_BYTES = 256 * 1024;
+    /** Messages of at least this many bytes go over the one-way sockets, when the link has them. */
+    static final long ONE_WAY_MIN_BYTES = 128 * 1024;
     /** Parts start at multiples of this: a multiple of every element size, so a reduction folds whole elements. */
     private static final long STRIPE_ALIGN_BYTES = 4096;
     private static final int STAGING_BYTES = 256 * 1024;
     /** ByteBuffer views are int-indexed: large segments are moved in windows. */
     private static final long WINDOW_BYTES = 1L << 30;
     private final int self;
+    /** Every socket: the shared one, then the one-way ones from the lower rank, then those from the higher. */
     private final Lane[] lanes;
+    /** The one-way sockets this rank sends its large messages on, and those it receives the peer's on. */
+    private final Lane[] outLanes;
+    private final Lane[] inLanes;
     private final Arena arena = Arena.ofShared();
 
-    /** @param channels connected sockets to {@code peer}, in the order the peer has them */
+    /**
+     * @param channels connected sockets to {@code peer}, in the order the peer has them: the shared one, then
+     *        the same number of one-way sockets for each direction (lower rank to higher first)
+     */
     public TcpLink(int self, int peer, SocketChannel[] channels) throws IOException {
         super(peer);
+        if (channels.length % 2 != 1) {
+            throw new IllegalArgumentException("a TCP link takes one shared socket and the same number of one-way "
+                    + "sockets each way, an odd number in all, not " + channels.length);
+        }
         this.self = self;
         this.lanes = new Lane[channels.length];
         for (int i = 0; i < channels.length; i++) {
             channels[i].configureBlocking(false);
             lanes[i] = new Lane(channels[i]);
         }
+        int perDirection = oneWayPerDirection(channels.length);
+        Lane[] up = Arrays.copyOfRange(lanes, 1, 1 + perDirection);
+        Lane[] down = Arrays.copyOfRange(lanes, 1 + perDirection, lanes.length);
+        this.outLanes = self < peer ? up : down;
+        this.inLanes = self < peer ? down : up;
+    }
+
+    /** How many sockets a pair uses for {@code perDirection} one-way sockets each way: one more, shared. */
+    static int socketsFor(int perDirection) {
+        return 1 + 2 * perDirection;
+    }
+
+    static int oneWayPerDirection(int sockets) {
+        return (sockets - 1) / 2;
     }
 
     @Override
@@ -65,6 +97,11 @@ public final class TcpLink extends Link {
     /** How many sockets join this link's two ranks. */
     int sockets() {
         return lanes.length;
+    }
+
+    /** Whether a message of {@code byteSize} bytes goes over the one-way sockets. */
+    boolean goesOneWay(long byteSize) {
+        return outLanes.length > 0 && byteSize >= ONE_WAY_MIN_BYTES;
     }
 
     /** How many parts a message of {@code byteSize} bytes is split into over {@code sockets} sockets. */
@@ -85,10 +122,16 @@ public final class TcpLink extends Link {
     @Override
     public Request send(MemorySegment src) {
         long bytes = src.byteSize();
-        int parts = parts(bytes, lanes.length);
-        SendReq r = new SendReq(this, src, parts);
+        if (!goesOneWay(bytes)) {
+            SendReq r = new SendReq(this, src, 1);
+            lanes[0].sends.add(new SendPart(r, 0, bytes));
+            return r;
+        }
+        int parts = parts(bytes, outLanes.length);
+        SendReq r = new SendReq(this, src, parts + 1);
+        lanes[0].sends.add(new SendPart(r, 0, 0)); // the length alone, in order with the small messages
         for (int j = 0; j < parts; j++) {
-            lanes[j].sends.add(new SendPart(r, partStart(bytes, parts, j), partStart(bytes, parts, j + 1)));
+            outLanes[j].sends.add(new SendPart(r, partStart(bytes, parts, j), partStart(bytes, parts, j + 1)));
         }
         return r;
     }
@@ -97,10 +140,16 @@ public final class TcpLink extends Link {
     public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
             DataType type, ReduceOp op) {
         long bytes = dst.byteSize();
-        int parts = parts(bytes, lanes.length);
-        RecvReq r = new RecvReq(this, dst, with, withScale, incomingScale, type, op, parts);
+        if (!goesOneWay(bytes)) {
+            RecvReq r = new RecvReq(this, dst, with, withScale, incomingScale, type, op, 1);
+            lanes[0].recvs.add(new RecvPart(r, 0, bytes));
+            return r;
+        }
+        int parts = parts(bytes, inLanes.length);
+        RecvReq r = new RecvReq(this, dst, with, withScale, incomingScale, type, op, parts + 1);
+        lanes[0].recvs.add(new RecvPart(r, 0, 0));
         for (int j = 0; j < parts; j++) {
-            lanes[j].recvs.add(new RecvPart(r, partStart(bytes, parts, j), partStart(bytes, parts, j + 1)));
+            inLanes[j].recvs.add(new RecvPart(r, partStart(bytes, parts, j), partStart(bytes, parts, j + 1)));
         }
         return r;
     }

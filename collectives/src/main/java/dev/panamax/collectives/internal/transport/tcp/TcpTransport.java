@@ -11,27 +11,36 @@ import dev.panamax.collectives.internal.transport.Transport;
 import java.io.IOException;
 
 /**
- * TCP to any peer: authenticated, non-blocking sockets, {@link Settings#TCP_CONNECTIONS} of them per
- * pair of ranks, which a {@link TcpLink} stripes large messages over.
+ * TCP to any peer: authenticated, non-blocking sockets, per pair of ranks one shared by small messages both ways
+ * and {@link Settings#TCP_DATA_CONNECTIONS} one-way ones per direction for large messages (see {@link TcpLink}).
  */
 public final class TcpTransport implements Transport {
+    /** The most one-way connections per direction a pair may use. */
+    static final int MAX_DATA_CONNECTIONS = 8;
     private final SocketMesh mesh;
 
     /**
      * @param bindAddress where to listen; null: the local address this process uses to reach the rendezvous
-     * @throws IllegalArgumentException when {@link Settings#TCP_CONNECTIONS} is not a number from 1 to 16
+     * @throws IllegalArgumentException when {@link Settings#TCP_DATA_CONNECTIONS} is not a number from 0 to 8
      */
     public TcpTransport(MutualAuth auth, String bindAddress) {
-        this(auth, bindAddress, connectionsFromSettings());
+        this(auth, bindAddress, dataConnectionsFromSettings());
     }
 
-    /** As above with the number of connections per peer given (1 to {@link SocketMesh#MAX_CONNECTIONS_PER_PEER}). */
-    public TcpTransport(MutualAuth auth, String bindAddress, int connectionsPerPeer) {
-        this.mesh = new SocketMesh(auth, bindAddress, connectionsPerPeer);
+    /**
+     * As above with the number of one-way connections per direction given (0 to 8); a pair uses the smaller of
+     * both ranks' numbers.
+     */
+    public TcpTransport(MutualAuth auth, String bindAddress, int dataConnections) {
+        if (dataConnections < 0 || dataConnections > MAX_DATA_CONNECTIONS) {
+            throw new IllegalArgumentException("one-way TCP connections per direction: 0 to " + MAX_DATA_CONNECTIONS
+                    + ", not " + dataConnections);
+        }
+        this.mesh = new SocketMesh(auth, bindAddress, TcpLink.socketsFor(dataConnections));
     }
 
-    static int connectionsFromSettings() {
-        return Settings.TCP_CONNECTIONS.intValue(1, SocketMesh.MAX_CONNECTIONS_PER_PEER, "a number of connections");
+    static int dataConnectionsFromSettings() {
+        return Settings.TCP_DATA_CONNECTIONS.intValue(0, MAX_DATA_CONNECTIONS, "a number of connections");
     }
 
     @Override

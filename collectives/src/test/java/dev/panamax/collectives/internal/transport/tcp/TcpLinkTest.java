@@ -22,6 +22,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
+import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -34,19 +35,23 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The TCP link between two ranks over one or several sockets: how a message is split, that split
- * messages arrive whole (copied and reduced) in FIFO order, that a pair agrees on the smaller
- * number of sockets, and that a closed or blaming peer ends a striped receive with its error.
+ * The TCP link between two ranks over its shared socket and its one-way sockets: how a message is split, that
+ * small, one-way and split messages arrive whole (copied and reduced) in FIFO order, that a pair agrees on the
+ * smaller number of sockets, that lengths that differ are named whichever sockets they were meant for, and that a
+ * closed or blaming peer ends a receive over several sockets with its error.
  */
 class TcpLinkTest {
     private static final long TIMEOUT_NANOS = TimeUnit.SECONDS.toNanos(20);
-    /** Sizes around the split points: whole, 2 parts, 4 parts with an uneven tail, more bytes than parts of 4 KiB. */
-    private static final long[] BYTES = {0, 4, 4096, 262_144, 524_284, 524_288, 786_436, (1 << 20) + 12,
-        (4 << 20) + 4};
+    /**
+     * Sizes around the split points: shared, one-way from 128 KiB, whole, 2 parts, 4 parts with an uneven tail,
+     * more bytes than parts of 4 KiB.
+     */
+    private static final long[] BYTES = {0, 4, 4096, 131_068, 131_072, 262_144, 524_284, 524_288, 786_436,
+        (1 << 20) + 12, (4 << 20) + 4};
 
     @AfterEach
     void clear() {
-        System.clearProperty("panamax.tcp.connections");
+        System.clearProperty("panamax.tcp.dataConnections");
     }
 
     @Test
@@ -71,13 +76,15 @@ class TcpLinkTest {
         }
     }
 
-    @ParameterizedTest(name = "{0} and {1} sockets wanted: {2} used")
-    @CsvSource({"1, 1, 1", "4, 4, 4", "2, 4, 2", "4, 1, 1", "3, 16, 3"})
+    @ParameterizedTest(name = "{0} and {1} one-way sockets per direction wanted: {2} used")
+    @CsvSource({"0, 0, 0", "1, 1, 1", "4, 4, 4", "2, 4, 2", "4, 0, 0", "3, 8, 3"})
     void messagesArriveWholeInOrderOverTheSocketsBothRanksWant(int wanted0, int wanted1, int used) {
         List<Link> links = connect(wanted0, wanted1);
         try {
             for (Link l : links) {
-                assertEquals(used, ((TcpLink) l).sockets());
+                assertEquals(1 + 2 * used, ((TcpLink) l).sockets());
+                assertEquals(used > 0, ((TcpLink) l).goesOneWay(TcpLink.ONE_WAY_MIN_BYTES));
+                assertEquals(false, ((TcpLink) l).goesOneWay(TcpLink.ONE_WAY_MIN_BYTES - 1));
             }
             RankThreads.run(links, link -> {
                 int rank = 1 - link.peer();
@@ -115,35 +122,48 @@ class TcpLinkTest {
     }
 
     @Test
-    void theNumberOfSocketsIsASetting() {
-        System.setProperty("panamax.tcp.connections", "16");
-        assertEquals(16, TcpTransport.connectionsFromSettings());
-        System.clearProperty("panamax.tcp.connections");
-        assertEquals(1, TcpTransport.connectionsFromSettings());
+    void theNumberOfOneWaySocketsIsASetting() {
+        System.setProperty("panamax.tcp.dataConnections", "8");
+        assertEquals(8, TcpTransport.dataConnectionsFromSettings());
+        System.setProperty("panamax.tcp.dataConnections", "0");
+        assertEquals(0, TcpTransport.dataConnectionsFromSettings());
+        System.clearProperty("panamax.tcp.dataConnections");
+        assertEquals(1, TcpTransport.dataConnectionsFromSettings());
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"0", "17", "two"})
+    @ValueSource(strings = {"-1", "9", "two"})
     void aBadNumberOfSocketsFailsNamingTheSetting(String value) {
-        System.setProperty("panamax.tcp.connections", value);
+        System.setProperty("panamax.tcp.dataConnections", value);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                TcpTransport::connectionsFromSettings);
-        assertTrue(e.getMessage().contains("PANAMAX_TCP_CONNECTIONS") && e.getMessage().contains("'" + value + "'"),
-                e::getMessage);
+                TcpTransport::dataConnectionsFromSettings);
+        assertTrue(e.getMessage().contains("PANAMAX_TCP_DATA_CONNECTIONS")
+                && e.getMessage().contains("'" + value + "'"), e::getMessage);
     }
 
     @Test
-    void mismatchedLengthsFailNamingBoth() {
+    void anEvenNumberOfSocketsIsRefused() {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new TcpLink(0, 1, new SocketChannel[2]));
+        assertTrue(e.getMessage().contains("an odd number in all, not 2"), e::getMessage);
+    }
+
+    /** Lengths on both sides of the one-way size, and both over it (then split over 4 sockets each way). */
+    @ParameterizedTest(name = "sent {0}, expected {1}")
+    @CsvSource({"524288, 262144", "524288, 8", "8, 524288", "131072, 131068"})
+    void mismatchedLengthsFailNamingBoth(long sent, long expected) {
         List<Link> links = connect(4, 4);
         try (Arena arena = Arena.ofShared()) {
-            Request send = links.get(1).send(arena.allocate(512 * 1024));
-            Request recv = links.get(0).recv(arena.allocate(256 * 1024), null, DataType.FLOAT32, null);
+            Request send = links.get(1).send(arena.allocate(sent));
+            Request recv = links.get(0).recv(arena.allocate(expected), null, DataType.FLOAT32, null);
+            long deadline = System.nanoTime() + TIMEOUT_NANOS;
             CollectiveException e = assertThrows(CollectiveException.class, () -> {
-                while (!recv.poll()) {
+                while (!recv.poll() && System.nanoTime() - deadline < 0) {
                     send.poll();
                 }
             });
-            assertTrue(e.getMessage().contains("sent 524288 bytes but rank 0 expected 262144"), e::getMessage);
+            assertTrue(e.getMessage().contains("sent " + sent + " bytes but rank 0 expected " + expected),
+                    e::getMessage);
         } finally {
             RankThreads.closeAll(links);
         }
