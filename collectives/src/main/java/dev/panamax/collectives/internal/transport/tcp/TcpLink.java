@@ -46,7 +46,8 @@ public final class TcpLink extends Link {
     static final long ONE_WAY_MIN_BYTES = 128 * 1024;
     /** Parts start at multiples of this: a multiple of every element size, so a reduction folds whole elements. */
     private static final long STRIPE_ALIGN_BYTES = 4096;
-    private static final int STAGING_BYTES = 256 * 1024;
+    /** Small enough that a piece is still in cache when folded, and that folding overlaps the next piece's arrival. */
+    private static final int STAGING_BYTES = 32 * 1024;
     /** ByteBuffer views are int-indexed: large segments are moved in windows. */
     private static final long WINDOW_BYTES = 1L << 30;
     private final int self;
