@@ -27,7 +27,7 @@ import java.util.Arrays;
  * <p>The first socket carries messages under {@link #ONE_WAY_MIN_BYTES} both ways. Larger messages go
  * over one-way sockets ({@code PANAMAX_TCP_DATA_CONNECTIONS} per direction): the first socket then
  * carries only their header, in order with the small messages, so both ranks check every length on
- * one stream. A socket that carries large messages both ways at once was measured 1.2-1.4x slower on
+ * one stream. A socket that carries large messages both ways at once was measured 1.1-1.4x slower on
  * loopback: while a rank writes a large message, the peer's data arriving on the same socket waits for
  * the socket's lock, so its acknowledgements go out late, and the connection reorders and retransmits
  * (docs/results/performance.md, "TCP: one-way connections for large messages"). With several
