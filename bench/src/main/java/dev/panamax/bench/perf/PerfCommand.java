@@ -151,7 +151,7 @@ public final class PerfCommand implements Callable<Integer> {
     String plotMetric;
 
     @Option(names = "--jit-warmup", paramLabel = "N", defaultValue = "20000",
-            description = "iterations at a small size before the sweep, for the JIT (default: ${DEFAULT-VALUE})")
+            description = "iterations per size up to 64 KiB before the sweep, for the JIT (default: ${DEFAULT-VALUE})")
     int jitWarmup;
 
     @Option(names = "--user-buffers", description =

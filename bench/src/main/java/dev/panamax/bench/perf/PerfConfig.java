@@ -18,8 +18,8 @@ import java.util.Locale;
  * @param warmup      warm-up iterations per size
  * @param check       whether to run and verify a check iteration per size
  * @param userBuffers plain {@code Arena} buffers instead of {@code Communicator.allocate}
- * @param jitWarmup   iterations cycling over the small sizes before the sweep, so that the JIT has compiled the
- * collective's code
+ * @param jitWarmup   iterations per size, cycling over the small sizes before the sweep, so that the JIT has compiled
+ * the collective's code
  * @param algorithms  the algorithms to sweep, one after the other ({@code auto}: the planner's choice per size)
  * @param topology    the {@code --topology} spec every rank sets, or null for the communicator's own
  * @param wireType    the all-reduce's wire type ({@code --wire}), or null for the data type

@@ -273,7 +273,9 @@ public final class PerfRunner {
         if (small.isEmpty()) {
             small = List.of(JIT_WARMUP_MAX_BYTES); // every size is larger, so the buffers hold this
         }
-        cycle(b, check, small, config.jitWarmup());
+        // Per size: a path that only some sizes take (the vector loop of the reduction kernel, from 64 bytes of
+        // float32) must reach the JIT's last tier here too, not in the first timed row that takes it.
+        cycle(b, check, small, (long) config.jitWarmup() * small.size());
         awaitQuietJit(b);
         comm.barrier();
     }
@@ -296,14 +298,14 @@ public final class PerfRunner {
     }
 
     /** {@code iterations} calls cycling over {@code sizes}, {@value #JIT_WARMUP_ROW_CALLS} per size in turn. */
-    private void cycle(Buffers b, CheckData check, List<Long> sizes, int iterations) {
+    private void cycle(Buffers b, CheckData check, List<Long> sizes, long iterations) {
         PerfCollective c = config.collective();
-        for (int i = 0; i < iterations && !sizes.isEmpty(); i += JIT_WARMUP_ROW_CALLS) {
-            long count = c.count(sizes.get((i / JIT_WARMUP_ROW_CALLS) % sizes.size()), config.type().byteSize(),
+        for (long i = 0; i < iterations && !sizes.isEmpty(); i += JIT_WARMUP_ROW_CALLS) {
+            long count = c.count(sizes.get((int) (i / JIT_WARMUP_ROW_CALLS % sizes.size())), config.type().byteSize(),
                     comm.size());
             // Some through the row's own warm-up loop: compiled while it never ran, it would deoptimize at the first
             // row and the timed calls that follow would share the CPUs with its recompilation.
-            int calls = Math.min(JIT_WARMUP_ROW_CALLS, iterations - i);
+            int calls = (int) Math.min(JIT_WARMUP_ROW_CALLS, iterations - i);
             int untimed = calls / 4;
             measure(b, check, count, untimed, calls - untimed, 0);
         }
@@ -374,17 +376,17 @@ public final class PerfRunner {
             wrong = b.wrongs.get(ValueLayout.JAVA_LONG, 0);
         }
         // -1 where this rank's counts are unknown (JMX off): any such rank drops the columns
-        double[] waits = waitsBefore == null || waitsAfter == null ? new double[] {-1, -1, -1, -1, -1, -1, -1, -1}
+        double[] waits = waitsBefore == null || waitsAfter == null ? new double[] {-1, -1, -1, -1, -1, -1, -1, -1, -1}
                 : waitsAfter.perCallSince(waitsBefore, iters);
         double[] mine = {timeUs, histogram.getMinValue() / 1e3, histogram.getValueAtPercentile(50) / 1e3,
                 histogram.getValueAtPercentile(99) / 1e3, histogram.getMaxValue() / 1e3, waits[0], -waits[1], waits[2],
-                waits[3], waits[4], waits[5], waits[6], cpuUs};
+                waits[3], waits[4], waits[5], waits[6], cpuUs, waits[7]};
         MemorySegment.copy(mine, 0, b.stats, ValueLayout.JAVA_DOUBLE, 0, mine.length);
         b.statsComm.allReduce(b.stats, mine.length, DataType.FLOAT64, ReduceOp.MAX);
         double[] all = b.stats.asSlice(0, mine.length * Double.BYTES).toArray(ValueLayout.JAVA_DOUBLE);
         // the share served spinning goes in negated, so that the maximum gives the smallest share
         Row.Waits w = waits[0] < 0 ? null : new Row.Waits(all[5], -all[6], all[7], all[8], all[9], all[10],
-                all[11], all[12]);
+                all[11], all[12], all[13]);
         return Row.of(c, count, ts, type.canonicalName(), config.redopName(), c.rooted() ? config.root() : -1, ranks,
                 all[0], wrong, all[1], all[2], all[3], all[4]).withWaits(w);
     }
