@@ -41,13 +41,15 @@ public record Row(long size, long count, String type, String redop, int root, do
      * @param sleepsPerCall    sleeps on the shared-memory doorbell per call (until a peer's write woke the rank)
      * @param spinUs     how long the latest wait could spin (0 while the CPUs were contended)
      * @param cpuUsPerCall     the calling thread's CPU time per call, in microseconds
+     * @param cpuMoves         moves off a CPU shared with the same-host peer waited for, during the timed calls
      */
     public record Waits(double idlePerCall, double servedSpinning, double spinsPerCall, double yieldsPerCall,
-                        double parksPerCall, double sleepsPerCall, double spinUs, double cpuUsPerCall) {
+                        double parksPerCall, double sleepsPerCall, double spinUs, double cpuUsPerCall,
+                        double cpuMoves) {
     }
 
     /** The widths of the {@code --waits} columns, for the header lines and a row without counts. */
-    private static final String WAITS_COLUMNS = " %7s %6s %8s %8s %7s %7s %7s %9s";
+    private static final String WAITS_COLUMNS = " %7s %6s %8s %8s %7s %7s %7s %9s %6s";
 
     /** Builds a row from the measured time, computing the bandwidths. */
     public static Row of(PerfCollective c, long count, int typeSize, String type, String redop, int root, int ranks,
@@ -113,9 +115,9 @@ public record Row(long size, long count, String type, String redop, int root, do
         }
         if (waits) {
             names += String.format(Locale.ROOT, WAITS_COLUMNS, "idle", "spun", "spins", "yields", "parks", "sleeps",
-                    "spin", "cpu");
+                    "spin", "cpu", "moves");
             units += String.format(Locale.ROOT, WAITS_COLUMNS, "(/call)", "(%)", "(/call)", "(/call)", "(/call)",
-                    "(/call)", "(us)", "(us/call)");
+                    "(/call)", "(us)", "(us/call)", "");
         }
         names += "  algorithm";
         return names + System.lineSeparator() + units;
@@ -135,10 +137,11 @@ public record Row(long size, long count, String type, String redop, int root, do
             line += String.format(Locale.ROOT, " %10s %10s %10s", time(p50Us), time(p99Us), time(maxUs));
         }
         if (withWaits) {
-            line += waits == null ? String.format(Locale.ROOT, WAITS_COLUMNS, "-", "-", "-", "-", "-", "-", "-", "-")
-                    : String.format(Locale.ROOT, " %7.2f %6.1f %8.1f %8.2f %7.2f %7.2f %7.1f %9.1f",
+            line += waits == null
+                    ? String.format(Locale.ROOT, WAITS_COLUMNS, "-", "-", "-", "-", "-", "-", "-", "-", "-")
+                    : String.format(Locale.ROOT, " %7.2f %6.1f %8.1f %8.2f %7.2f %7.2f %7.1f %9.1f %6.0f",
                     waits.idlePerCall, 100 * waits.servedSpinning, waits.spinsPerCall, waits.yieldsPerCall,
-                    waits.parksPerCall, waits.sleepsPerCall, waits.spinUs, waits.cpuUsPerCall);
+                    waits.parksPerCall, waits.sleepsPerCall, waits.spinUs, waits.cpuUsPerCall, waits.cpuMoves);
         }
         return line + "  " + algorithmColumn();
     }

@@ -17,9 +17,10 @@ import javax.management.ObjectName;
  * @param parks           idles spent parking
  * @param sleeps          idles spent asleep on the shared-memory doorbell
  * @param spinNanos how long the latest wait could spin
+ * @param cpuMoves  moves off a CPU shared with the peer waited for
  */
 record WaitCounts(long waits, long servedSpinning, long spins, long yields, long parks, long sleeps,
-                  long spinNanos) {
+                  long spinNanos, long cpuMoves) {
     private static final MBeanServer SERVER = ManagementFactory.getPlatformMBeanServer();
 
     /**
@@ -43,7 +44,8 @@ record WaitCounts(long waits, long servedSpinning, long spins, long yields, long
         }
         try {
             return new WaitCounts(get(bean, "IdleWaits"), get(bean, "WaitsServedSpinning"), get(bean, "Spins"),
-                    get(bean, "Yields"), get(bean, "Parks"), get(bean, "Sleeps"), get(bean, "SpinNanos"));
+                    get(bean, "Yields"), get(bean, "Parks"), get(bean, "Sleeps"), get(bean, "SpinNanos"),
+                    get(bean, "CpuMoves"));
         } catch (JMException e) {
             return null;
         }
@@ -55,13 +57,13 @@ record WaitCounts(long waits, long servedSpinning, long spins, long yields, long
 
     /**
      * Per call from {@code before} to this: waits that idled, the share of them served while spinning,
-     * spins, yields, parks, sleeps, and the latest spin in microseconds.
+     * spins, yields, parks, sleeps, the latest spin in microseconds, and the CPU moves in all (not per call).
      */
     double[] perCallSince(WaitCounts before, int calls) {
         double n = Math.max(1, calls);
         long w = waits - before.waits;
         return new double[] {w / n, w == 0 ? 1 : (servedSpinning - before.servedSpinning) / (double) w,
             (spins - before.spins) / n, (yields - before.yields) / n, (parks - before.parks) / n,
-            (sleeps - before.sleeps) / n, spinNanos / 1e3};
+            (sleeps - before.sleeps) / n, spinNanos / 1e3, cpuMoves - before.cpuMoves};
     }
 }

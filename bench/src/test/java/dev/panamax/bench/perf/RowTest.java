@@ -40,9 +40,10 @@ class RowTest {
         assertEquals(withPercentiles.indexOf("  ring"),
                 Row.header(true).split(System.lineSeparator())[0].indexOf("  algorithm"));
 
-        Row waited = r.withWaits(new Row.Waits(1.02, 0.5, 12.3, 1.3, 0, 0.75, 50, 3.5));
+        Row waited = r.withWaits(new Row.Waits(1.02, 0.5, 12.3, 1.3, 0, 0.75, 50, 3.5, 2));
         String withWaits = waited.format(true, true);
-        assertTrue(withWaits.endsWith("   1.02   50.0     12.3     1.30    0.00    0.75    50.0       3.5  ring"),
+        assertTrue(withWaits.endsWith(
+                "   1.02   50.0     12.3     1.30    0.00    0.75    50.0       3.5      2  ring"),
                 withWaits);
         String[] waitsHeader = Row.header(true, true).split(System.lineSeparator());
         assertEquals(withWaits.indexOf("  ring"), waitsHeader[0].indexOf("  algorithm"));

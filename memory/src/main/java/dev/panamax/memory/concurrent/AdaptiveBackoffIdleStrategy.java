@@ -85,6 +85,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     private long parks;
     private long sleeps;
     private long wokenSleeps;
+    private long cpuMoves;
     /** The doorbell armed by the wait in progress, disarmed when it ends or progresses; null when none. */
     private Doorbell armed;
 
@@ -252,6 +253,21 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
         reset();
     }
 
+    /** Whether waits yield at once at {@code now} (a clock reading) because a spin was preempted lately. */
+    public boolean inPenalty(long now) {
+        return !oversubscribed && now - noSpinUntil < 0;
+    }
+
+    /**
+     * The caller moved this thread off a CPU it shared with the thread it waits for: counts the move and ends the
+     * penalty in progress, if any, whose cause that was. The next wait spins; a next preempted spin starts a penalty
+     * twice as long.
+     */
+    public void movedOffSharedCpu() {
+        cpuMoves++;
+        noSpinUntil = nanoClock.getAsLong();
+    }
+
     /** The phase of the next idle, as decided at the last reading of the clock. */
     public Phase phase() {
         return phase;
@@ -260,7 +276,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     /** What this strategy has done so far; may be read racily from other threads (monitoring only). */
     public Counts counts() {
         return new Counts(spinNanos, waits, servedSpinning, spins, yields, parks, sleeps, wokenSleeps,
-                preemptedSpins);
+                preemptedSpins, cpuMoves);
     }
 
     @Override
@@ -283,14 +299,16 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      *                       each
      * @param wokenSleeps    of those, the sleeps a ring ended (the others ran into their timeout)
      * @param preemptedSpins spins during which the thread was switched off its CPU (each began a penalty)
+     * @param cpuMoves       moves of the thread off a CPU it shared with the thread it waited for
+     *                       ({@link #movedOffSharedCpu()})
      */
     public record Counts(long spinNanos, long waits, long servedSpinning, long spins, long yields, long parks,
-                         long sleeps, long wokenSleeps, long preemptedSpins) {
+                         long sleeps, long wokenSleeps, long preemptedSpins, long cpuMoves) {
         @Override
         public String toString() {
             return String.format(Locale.ROOT, "spin %.1f us; waits %d (served spinning %d), spins %d, yields %d, "
-                    + "parks %d, sleeps %d (woken %d), preempted spins %d", spinNanos / 1e3, waits, servedSpinning,
-                    spins, yields, parks, sleeps, wokenSleeps, preemptedSpins);
+                    + "parks %d, sleeps %d (woken %d), preempted spins %d, CPU moves %d", spinNanos / 1e3, waits,
+                    servedSpinning, spins, yields, parks, sleeps, wokenSleeps, preemptedSpins, cpuMoves);
         }
     }
 }

@@ -12,8 +12,9 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 
 /**
- * The few libc calls Panamax makes itself (memfd_create, close, strerror, getrusage, the futex system call),
- * with errno captured per call through {@link Linker.Option#captureCallState}.
+ * The few libc calls Panamax makes itself (memfd_create, close, strerror, getrusage, the futex system call,
+ * sched_getcpu and the calling thread's CPU affinity), with errno captured per call through
+ * {@link Linker.Option#captureCallState} where a failure is reported.
  */
 public final class Libc {
     private static final Linker LINKER = Linker.nativeLinker();
@@ -67,6 +68,19 @@ public final class Libc {
     public static final int EINTR = 4;
     public static final int EAGAIN = 11;
     public static final int ETIMEDOUT = 110;
+
+    // int sched_getcpu(void); int sched_{get,set}affinity(pid_t pid, size_t cpusetsize, cpu_set_t *mask);
+    // pid 0 is the calling thread. A failure only means "unknown" or "not moved", so no errno.
+    private static final MethodHandle SCHED_GETCPU = downcall("sched_getcpu",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT), Linker.Option.critical(false));
+    private static final MethodHandle SCHED_GETAFFINITY = downcall("sched_getaffinity",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+                    ValueLayout.ADDRESS));
+    private static final MethodHandle SCHED_SETAFFINITY = downcall("sched_setaffinity",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+                    ValueLayout.ADDRESS));
+    /** {@code sizeof(cpu_set_t)} of glibc: {@code CPU_SETSIZE} (1024) bits. */
+    public static final long CPU_SET_BYTES = 128;
 
     /** MFD_CLOEXEC from linux/memfd.h. */
     public static final int MFD_CLOEXEC = 1;
@@ -130,6 +144,59 @@ public final class Libc {
             return rc == 0 ? buffer.get(ValueLayout.JAVA_LONG, RU_NIVCSW) : -1;
         } catch (Throwable t) {
             return -1;
+        }
+    }
+
+    /** The CPU the calling thread runs on ({@code sched_getcpu()}), or -1 where that is unknown. */
+    public static int currentCpu() {
+        if (SCHED_GETCPU == null || !IS_LINUX_64) {
+            return -1;
+        }
+        try {
+            return (int) SCHED_GETCPU.invokeExact();
+        } catch (Throwable t) {
+            return -1;
+        }
+    }
+
+    /**
+     * Moves the calling thread off {@code cpu}: restricts its affinity to the CPUs it may use but that one, which
+     * makes the kernel migrate it before the call returns, then gives it back all of them (the scheduler leaves a
+     * thread where it runs well). Returns false and changes nothing where {@code cpu} is the only CPU allowed, is not
+     * one of them, or the calls are unavailable or fail. {@code masks} is scratch of 2 * {@link #CPU_SET_BYTES}
+     * bytes; nothing is allocated.
+     */
+    public static boolean moveOffCpu(int cpu, MemorySegment masks) {
+        if (SCHED_GETAFFINITY == null || SCHED_SETAFFINITY == null || !IS_LINUX_64 || cpu < 0
+                || cpu >= CPU_SET_BYTES * 8) {
+            return false;
+        }
+        MemorySegment allowed = masks.asSlice(0, CPU_SET_BYTES);
+        MemorySegment without = masks.asSlice(CPU_SET_BYTES, CPU_SET_BYTES);
+        try {
+            if ((int) SCHED_GETAFFINITY.invokeExact(0, CPU_SET_BYTES, allowed) != 0) {
+                return false;
+            }
+            without.copyFrom(allowed);
+            long word = cpu / 64 * 8L;
+            long bit = 1L << (cpu % 64);
+            long bits = without.get(ValueLayout.JAVA_LONG_UNALIGNED, word);
+            if ((bits & bit) == 0) {
+                return false;
+            }
+            without.set(ValueLayout.JAVA_LONG_UNALIGNED, word, bits & ~bit);
+            boolean other = false;
+            for (long i = 0; i < CPU_SET_BYTES && !other; i += 8) {
+                other = without.get(ValueLayout.JAVA_LONG_UNALIGNED, i) != 0;
+            }
+            if (!other || (int) SCHED_SETAFFINITY.invokeExact(0, CPU_SET_BYTES, without) != 0) {
+                return false;
+            }
+            // Restoring can only fail if the allowed set changed meanwhile; the thread then keeps the narrower set.
+            int restored = (int) SCHED_SETAFFINITY.invokeExact(0, CPU_SET_BYTES, allowed);
+            return restored == 0;
+        } catch (Throwable t) {
+            return false;
         }
     }
 

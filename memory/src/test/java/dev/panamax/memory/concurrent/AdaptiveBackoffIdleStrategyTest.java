@@ -114,6 +114,22 @@ class AdaptiveBackoffIdleStrategyTest {
     }
 
     @Test
+    void aMoveOffASharedCpuEndsThePenaltyButNotItsDoubling() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        assertEquals(true, waitFrom(s, 0, 20_000, true));
+        assertTrue(s.inPenalty(START + 20_000 + 1_000));
+        assertEquals(false, waitFrom(s, 21_000, 1_000, false), "in the penalty");
+        now = START + 30_000;
+        s.movedOffSharedCpu();
+        assertEquals(false, s.inPenalty(START + 30_000));
+        assertEquals(1, s.counts().cpuMoves());
+        assertEquals(true, waitFrom(s, 30_000, 20_000, true), "spins again at once");
+        assertEquals(false, waitFrom(s, 50_000 + 2 * PENALTY - 1, 1, false), "the next penalty is twice as long");
+        assertEquals(true, waitFrom(s, 50_000 + 2 * PENALTY, 1, false));
+        assertEquals(false, strategy(true).inPenalty(START), "oversubscribed: never spins, but no penalty either");
+    }
+
+    @Test
     void thePenaltyDoublesWhileSpinsArePreemptedAndResetsAfterACleanOne() {
         AdaptiveBackoffIdleStrategy s = strategy(false);
         long at = 0;

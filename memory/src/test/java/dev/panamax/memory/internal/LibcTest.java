@@ -7,7 +7,11 @@ import org.junit.jupiter.api.condition.OS;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 class LibcTest {
     @Test
@@ -31,6 +35,41 @@ class LibcTest {
             busy.join();
             long after = Libc.involuntaryContextSwitches(buffer);
             assertTrue(after >= before, before + " then " + after);
+        }
+    }
+
+    @Test
+    @EnabledOnOs(OS.LINUX)
+    void theCurrentCpuIsOneOfTheMachines() {
+        int cpu = Libc.currentCpu();
+        assertTrue(cpu >= 0 && cpu < Libc.CPU_SET_BYTES * 8, "sched_getcpu answered " + cpu);
+    }
+
+    @Test
+    @EnabledOnOs(OS.LINUX)
+    void movingOffACpuMigratesTheThreadAndGivesItsCpusBack() {
+        int cpus = Runtime.getRuntime().availableProcessors();
+        assumeTrue(cpus >= 2, "needs 2 CPUs");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment masks = arena.allocate(2 * Libc.CPU_SET_BYTES, 8);
+            int cpu = Libc.currentCpu();
+            assertTrue(Libc.moveOffCpu(cpu, masks));
+            assertNotEquals(cpu, Libc.currentCpu());
+            // availableProcessors() counts the calling thread's affinity mask on Linux.
+            assertEquals(cpus, Runtime.getRuntime().availableProcessors());
+        }
+    }
+
+    @Test
+    @EnabledOnOs(OS.LINUX)
+    void aCpuTheThreadMayNotUseIsRefused() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment masks = arena.allocate(2 * Libc.CPU_SET_BYTES, 8);
+            int cpus = Runtime.getRuntime().availableProcessors();
+            assertFalse(Libc.moveOffCpu(-1, masks));
+            assertFalse(Libc.moveOffCpu((int) (Libc.CPU_SET_BYTES * 8), masks));
+            assertFalse(Libc.moveOffCpu((int) (Libc.CPU_SET_BYTES * 8) - 1, masks), "not one of this machine's");
+            assertEquals(cpus, Runtime.getRuntime().availableProcessors());
         }
     }
 }

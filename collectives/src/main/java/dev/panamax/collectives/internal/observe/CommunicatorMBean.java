@@ -28,8 +28,8 @@ import javax.management.ReflectionException;
  * {@code Transports}, {@code TimeoutSeconds}, {@code Closed}, {@code InFlight} (the collective
  * in progress, its algorithm and stage, and the requests it has been waiting on and for how long;
  * empty when idle), and how its waits idled: {@code SpinNanos} (of the latest wait), {@code IdleWaits},
- * {@code WaitsServedSpinning}, {@code Spins}, {@code Yields}, {@code Parks}, {@code Sleeps}, {@code SleepsWoken} and
- * {@code PreemptedSpins} (totals so far). These are read racily from the running thread's plain
+ * {@code WaitsServedSpinning}, {@code Spins}, {@code Yields}, {@code Parks}, {@code Sleeps}, {@code SleepsWoken},
+ * {@code PreemptedSpins} and {@code CpuMoves} (totals so far). These are read racily from the running thread's plain
  * fields (see the runtime's progress loop): no cost on the collective, at worst a snapshot that
  * straddles two stages.
  *
@@ -67,6 +67,9 @@ public final class CommunicatorMBean implements DynamicMBean {
                             "of those, the sleeps a peer's write ended (the others ran into their 1 ms timeout)"),
                     attribute("PreemptedSpins", "long",
                             "spins the kernel preempted, so far (each stops spinning for a while)"),
+                    attribute("CpuMoves", "long",
+                            "moves of the waiting thread off a CPU it shared with the same-host peer it waited for, "
+                                    + "so far"),
             }, null, null, null);
 
     /** The next communicator id of this JVM. */
@@ -161,6 +164,7 @@ public final class CommunicatorMBean implements DynamicMBean {
             case "Sleeps" -> waits.get().sleeps();
             case "SleepsWoken" -> waits.get().wokenSleeps();
             case "PreemptedSpins" -> waits.get().preemptedSpins();
+            case "CpuMoves" -> waits.get().cpuMoves();
             default -> throw new AttributeNotFoundException(attribute);
         };
     }

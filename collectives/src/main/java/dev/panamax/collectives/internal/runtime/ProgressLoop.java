@@ -35,6 +35,8 @@ public final class ProgressLoop {
     private final AdaptiveBackoffIdleStrategy backoff;
     /** {@code PANAMAX_WAIT=spin}: waits never yield, sleep or park. */
     private final boolean spinOnly;
+    /** Null where ranks must share CPUs (oversubscribed) or never yield (spin only). */
+    private final CpuSeparation separation;
     private volatile String abortReason;
     /** The rank that revoked the communicator, or -1; set before {@link #abortReason}. */
     private volatile int revokedBy = -1;
@@ -67,6 +69,7 @@ public final class ProgressLoop {
         this.timeoutNanos = timeoutNanos;
         this.backoff = IdleStrategies.adaptiveBackoff(oversubscribed);
         this.spinOnly = spinOnly;
+        this.separation = oversubscribed || spinOnly ? null : new CpuSeparation(rank);
     }
 
 
@@ -145,6 +148,7 @@ public final class ProgressLoop {
         long start = 0;
         long lastCheck = 0;
         Doorbell doorbell = null;
+        boolean placed = false;
         backoff.reset();
         while (true) {
             boolean progressed = false;
@@ -168,6 +172,9 @@ public final class ProgressLoop {
                     waitSince = 0;
                     waiting = null;
                     backoff.waitEnded();
+                    if (separation != null) {
+                        separation.waitEnded();
+                    }
                 }
                 return;
             }
@@ -204,6 +211,19 @@ public final class ProgressLoop {
             if (spinOnly) {
                 backoff.spin();
             } else {
+                if (separation != null && !placed
+                        && (now - start >= CpuSeparation.CHECK_AFTER_NANOS || backoff.inPenalty(now))) {
+                    placed = true;
+                    boolean moved;
+                    try {
+                        moved = separation.check(rs, count, now);
+                    } catch (RuntimeException e) {
+                        throw abortedOr(e);
+                    }
+                    if (moved) {
+                        backoff.movedOffSharedCpu();
+                    }
+                }
                 backoff.idle(doorbell);
             }
         }

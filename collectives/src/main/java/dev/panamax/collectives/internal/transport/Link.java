@@ -90,6 +90,20 @@ public abstract class Link implements AutoCloseable {
     }
 
     /**
+     * Publishes the CPU this rank's waiting thread runs on ({@code -1}: none, it stopped waiting) where the peer can
+     * read it with {@link #peerCpu()}; returns false where the link cannot (the default: ranks on other hosts or in
+     * one process). Links of one rank that share the published word may publish through any of them.
+     */
+    public boolean shareCpu(int cpu) {
+        return false;
+    }
+
+    /** The CPU the peer last published with {@link #shareCpu}, or -1 (none, or not readable over this link). */
+    public int peerCpu() {
+        return -1;
+    }
+
+    /**
      * Hands back, once, a completed request of this link that the caller holds no longer: the link may post it again
      * for a later send or receive, so that a loop of small collectives allocates nothing per call. Links that do not
      * reuse requests ignore it.

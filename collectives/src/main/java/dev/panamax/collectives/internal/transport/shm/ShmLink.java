@@ -36,7 +36,9 @@ import java.util.Map;
  *
  * <p>The inbox starts with a header holding the owner's {@link Doorbell}: a rank whose wait found nothing
  * after spinning sleeps on it, and every write into a channel (a published slot, a consumed one) rings the
- * other side's doorbell after the store, so the write itself wakes the waiter.
+ * other side's doorbell after the store, so the write itself wakes the waiter. Beside it, in a cache line of its own,
+ * the CPU the owner's waiting thread runs on while a wait lasts ({@link #shareCpu}), which a peer reads to tell
+ * whether the two take turns on one CPU.
  */
 public final class ShmLink extends Link {
     static final int SLOTS = 8;
@@ -58,6 +60,8 @@ public final class ShmLink extends Link {
     /** The inbox header before the channel blocks: the owner's doorbell in its own cache line. */
     private static final long INBOX_HEADER_BYTES = 4096;
     private static final long DOORBELL = 0;
+    /** The owner's CPU + 1 while its thread yields in a wait (0: none), in its own cache line (see shareCpu). */
+    private static final long OWNER_CPU = 64;
 
     // descriptor fields (one cache line per slot)
     private static final long D_SEQUENCE = 0;     // slot's sequence number + 1, written last
@@ -140,6 +144,17 @@ public final class ShmLink extends Link {
     @Override
     public Doorbell doorbell() {
         return Doorbell.isSupported() ? ownDoorbell : null;
+    }
+
+    @Override
+    public boolean shareCpu(int cpu) {
+        LONG.setOpaque(ownInbox, OWNER_CPU, (long) cpu + 1);
+        return true;
+    }
+
+    @Override
+    public int peerCpu() {
+        return (int) ((long) LONG.getOpaque(peerInbox.segment(), OWNER_CPU) - 1);
     }
 
     @Override

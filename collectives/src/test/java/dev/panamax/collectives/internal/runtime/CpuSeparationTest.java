@@ -1,0 +1,151 @@
+package dev.panamax.collectives.internal.runtime;
+
+import dev.panamax.collectives.internal.transport.Link;
+import dev.panamax.collectives.internal.transport.Request;
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+import dev.panamax.memory.internal.Libc;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledOnOs;
+import org.junit.jupiter.api.condition.OS;
+
+import java.lang.foreign.MemorySegment;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/** Which waits publish their CPU, and which move off a CPU they share with the rank they wait for. */
+@EnabledOnOs(OS.LINUX)
+class CpuSeparationTest {
+    /** A link to {@code peer} that reports the peer's published CPU as told and records what this rank published. */
+    private static final class CpuLink extends Link {
+        int peerCpu = -1;
+        int shared = -2;
+
+        CpuLink(int peer) {
+            super(peer);
+        }
+
+        @Override
+        public boolean shareCpu(int cpu) {
+            shared = cpu;
+            return true;
+        }
+
+        @Override
+        public int peerCpu() {
+            return peerCpu;
+        }
+
+        @Override
+        public String kind() {
+            return "test";
+        }
+
+        @Override
+        public Request send(MemorySegment src) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
+                DataType type, ReduceOp op) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        protected void doProgress() {
+        }
+
+        @Override
+        protected void doCheckPeer() {
+        }
+
+        @Override
+        protected void signalClose() {
+        }
+
+        @Override
+        protected void release() {
+        }
+    }
+
+    private static Request[] pendingOn(Link link) {
+        return new Request[] {new Request.Send(link, MemorySegment.NULL)};
+    }
+
+    @Test
+    void theHigherRankMovesOffTheCpuTheLowerRankItWaitsForPublished() {
+        int cpu = Libc.currentCpu();
+        assumeTrue(cpu >= 0 && Runtime.getRuntime().availableProcessors() >= 2, "needs sched_getcpu and 2 CPUs");
+        int cpus = Runtime.getRuntime().availableProcessors();
+        CpuLink toRank0 = new CpuLink(0);
+        toRank0.peerCpu = cpu;
+        CpuSeparation rank1 = new CpuSeparation(1);
+
+        assertTrue(rank1.check(pendingOn(toRank0), 1, System.nanoTime()));
+        assertNotEquals(cpu, Libc.currentCpu(), "sched_setaffinity migrates the thread before it returns");
+        assertEquals(cpus, Runtime.getRuntime().availableProcessors(), "the thread's CPUs are given back");
+        assertEquals(cpu, toRank0.shared, "published where it ran when it looked");
+        rank1.waitEnded();
+        assertEquals(-1, toRank0.shared, "withdrawn when the wait ends");
+    }
+
+    @Test
+    void theLowerRankPublishesButStays() {
+        int cpu = Libc.currentCpu();
+        assumeTrue(cpu >= 0, "needs sched_getcpu");
+        CpuLink toRank1 = new CpuLink(1);
+        toRank1.peerCpu = cpu;
+        CpuSeparation rank0 = new CpuSeparation(0);
+
+        assertFalse(rank0.check(pendingOn(toRank1), 1, System.nanoTime()));
+        assertEquals(cpu, toRank1.shared);
+    }
+
+    @Test
+    void aLowerRankElsewhereOrNotWaitingIsNoReasonToMove() {
+        int cpu = Libc.currentCpu();
+        assumeTrue(cpu >= 0, "needs sched_getcpu");
+        CpuLink toRank0 = new CpuLink(0);
+        CpuSeparation rank1 = new CpuSeparation(1);
+
+        assertFalse(rank1.check(pendingOn(toRank0), 1, System.nanoTime()), "not waiting: nothing published");
+        toRank0.peerCpu = cpu + 1;
+        assertFalse(rank1.check(pendingOn(toRank0), 1, System.nanoTime()), "on another CPU");
+    }
+
+    @Test
+    void aCompletedRequestsPeerIsNotLookedAt() {
+        int cpu = Libc.currentCpu();
+        assumeTrue(cpu >= 0, "needs sched_getcpu");
+        CpuLink toRank0 = new CpuLink(0);
+        toRank0.peerCpu = cpu;
+        Request[] done = pendingOn(toRank0);
+        done[0].complete();
+
+        assertFalse(new CpuSeparation(1).check(done, 1, System.nanoTime()));
+        assertEquals(-2, toRank0.shared, "nothing published for a wait on nothing");
+    }
+
+    @Test
+    void aRankMovesAtMostOncePerInterval() {
+        int cpu = Libc.currentCpu();
+        assumeTrue(cpu >= 0 && Runtime.getRuntime().availableProcessors() >= 2, "needs sched_getcpu and 2 CPUs");
+        CpuLink toRank0 = new CpuLink(0);
+        CpuSeparation rank1 = new CpuSeparation(1);
+        long now = System.nanoTime();
+        toRank0.peerCpu = cpu;
+        assertTrue(rank1.check(pendingOn(toRank0), 1, now));
+        rank1.waitEnded();
+
+        toRank0.peerCpu = Libc.currentCpu();
+        assertFalse(rank1.check(pendingOn(toRank0), 1, now + CpuSeparation.MIN_MOVE_INTERVAL_NANOS - 1));
+        rank1.waitEnded();
+        toRank0.peerCpu = Libc.currentCpu();
+        assertTrue(rank1.check(pendingOn(toRank0), 1, now + CpuSeparation.MIN_MOVE_INTERVAL_NANOS));
+    }
+}
