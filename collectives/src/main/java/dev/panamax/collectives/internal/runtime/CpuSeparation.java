@@ -15,11 +15,12 @@ import java.lang.foreign.MemorySegment;
  * to it, 100 us per 8-byte all-reduce instead of 0.4; both stay cache-hot, so the load balancer leaves them there
  * (scheduler traces: docs/results/performance.md). Beside a CPU-bound process it is the usual state. So a wait
  * that has lasted {@link #CHECK_AFTER_NANOS} (or yields at once) publishes the CPU it runs on where same-host peers
- * read it ({@link Link#shareCpu}); a rank that finds a lower rank it waits for, also waiting, on the same CPU moves
- * itself off that CPU ({@link Libc#moveOffCpu}: its affinity narrowed for the one migration, then restored, so a
- * mask the user set is kept), at most once per {@link #MIN_MOVE_INTERVAL_NANOS}. Only the higher rank of a pair
- * moves, so that the two do not swap CPUs. Not used where the ranks outnumber the CPUs (they must share) or waits
- * only spin. Not thread-safe: the wait's thread only.
+ * read it ({@link Link#shareCpu}), again whenever it finds itself on another one; a rank that finds a lower rank
+ * it waits for, also waiting, on the same CPU moves itself off that CPU ({@link Libc#moveOffCpu}: its affinity
+ * narrowed for the one migration, then restored, so a mask the user set is kept), at most once per
+ * {@link #MIN_MOVE_INTERVAL_NANOS}. Only the higher rank of a pair moves, so that the two do not swap CPUs. Not
+ * used where the ranks outnumber the CPUs (they must share) or waits only spin. Not thread-safe: the wait's
+ * thread only.
  */
 final class CpuSeparation {
     /** The least time between two moves of one rank. */
@@ -43,8 +44,9 @@ final class CpuSeparation {
     }
 
     /**
-     * A wait on the first {@code count} of {@code rs} has lasted: publishes this thread's CPU and moves off it when a
-     * lower rank it waits for (also waiting) published the same. Returns whether it moved.
+     * A wait on the first {@code count} of {@code rs} has lasted (called on each of its idles from then on, so that
+     * what it publishes stays where it runs): publishes this thread's CPU and moves off it when a lower rank it waits
+     * for, also waiting, published the same. Returns whether it moved.
      */
     boolean check(Request[] rs, int count, long now) {
         int cpu = Libc.currentCpu();

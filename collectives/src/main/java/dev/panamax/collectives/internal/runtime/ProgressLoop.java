@@ -148,7 +148,6 @@ public final class ProgressLoop {
         long start = 0;
         long lastCheck = 0;
         Doorbell doorbell = null;
-        boolean placed = false;
         backoff.reset();
         while (true) {
             boolean progressed = false;
@@ -211,9 +210,8 @@ public final class ProgressLoop {
             if (spinOnly) {
                 backoff.spin();
             } else {
-                if (separation != null && !placed
+                if (separation != null
                         && (now - start >= CpuSeparation.CHECK_AFTER_NANOS || backoff.inPenalty(now))) {
-                    placed = true;
                     boolean moved;
                     try {
                         moved = separation.check(rs, count, now);
