@@ -145,6 +145,16 @@ public final class ProgressLoop {
      * all of them in every round: a peer may need any of them to progress before it can serve us.
      */
     void awaitAll(Request[] rs, int count) {
+        try {
+            pollUntilDone(rs, count);
+        } finally {
+            if (separation != null) {
+                separation.waitEnded(); // also when the wait fails: a published CPU left behind misleads the peer
+            }
+        }
+    }
+
+    private void pollUntilDone(Request[] rs, int count) {
         long start = 0;
         long lastCheck = 0;
         Doorbell doorbell = null;
@@ -171,9 +181,6 @@ public final class ProgressLoop {
                     waitSince = 0;
                     waiting = null;
                     backoff.waitEnded();
-                    if (separation != null) {
-                        separation.waitEnded();
-                    }
                 }
                 return;
             }
