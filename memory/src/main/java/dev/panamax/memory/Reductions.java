@@ -87,8 +87,7 @@ public final class Reductions {
         requireWritable("dst", dst);
         long done = 0;
         if (vector && bytes >= VectorKernels.vectorBytes()) {
-            done = VectorKernels.reduce(type, pairwise, dst.asSlice(dstOffset, bytes), a.asSlice(aOffset, bytes),
-                    b.asSlice(bOffset, bytes), bytes);
+            done = VectorKernels.reduce(type, pairwise, dst, dstOffset, a, aOffset, b, bOffset, bytes);
         }
         if (done < bytes) {
             // Shorter than a vector (a small message's whole reduction) or the vectors' tail: no slices.

@@ -44,58 +44,62 @@ final class VectorKernels {
         return F.vectorBitSize() >= 128;
     }
 
-    /** {@code d = x op y} on a prefix of {@code bytes}; returns the bytes done (a multiple of the element size). */
-    static long reduce(DataType type, ReduceOp op, MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    /**
+     * {@code d = x op y} on a prefix of {@code bytes} from the given offsets (no slices: a slice is an object, three
+     * per call of a small reduction); returns the bytes done (a multiple of the element size).
+     */
+    static long reduce(DataType type, ReduceOp op, MemorySegment d, long dOff, MemorySegment x, long xOff,
+            MemorySegment y, long yOff, long bytes) {
         // One small method per type and op: each is compiled on its own, so a program that mixes
         // types and ops does not keep deoptimizing one large kernel method.
         return switch (type) {
             case FLOAT32 -> switch (op) {
-                case SUM -> f32Sum(d, x, y, bytes);
-                case PROD -> f32Prod(d, x, y, bytes);
-                case MIN -> f32Min(d, x, y, bytes);
-                case MAX -> f32Max(d, x, y, bytes);
+                case SUM -> f32Sum(d, dOff, x, xOff, y, yOff, bytes);
+                case PROD -> f32Prod(d, dOff, x, xOff, y, yOff, bytes);
+                case MIN -> f32Min(d, dOff, x, xOff, y, yOff, bytes);
+                case MAX -> f32Max(d, dOff, x, xOff, y, yOff, bytes);
                 default -> throw new AssertionError(op);
             };
             case FLOAT64 -> switch (op) {
-                case SUM -> f64Sum(d, x, y, bytes);
-                case PROD -> f64Prod(d, x, y, bytes);
-                case MIN -> f64Min(d, x, y, bytes);
-                case MAX -> f64Max(d, x, y, bytes);
+                case SUM -> f64Sum(d, dOff, x, xOff, y, yOff, bytes);
+                case PROD -> f64Prod(d, dOff, x, xOff, y, yOff, bytes);
+                case MIN -> f64Min(d, dOff, x, xOff, y, yOff, bytes);
+                case MAX -> f64Max(d, dOff, x, xOff, y, yOff, bytes);
                 default -> throw new AssertionError(op);
             };
             case INT32 -> switch (op) {
-                case SUM -> i32Sum(d, x, y, bytes);
-                case PROD -> i32Prod(d, x, y, bytes);
-                case MIN -> i32Min(d, x, y, bytes);
-                case MAX -> i32Max(d, x, y, bytes);
+                case SUM -> i32Sum(d, dOff, x, xOff, y, yOff, bytes);
+                case PROD -> i32Prod(d, dOff, x, xOff, y, yOff, bytes);
+                case MIN -> i32Min(d, dOff, x, xOff, y, yOff, bytes);
+                case MAX -> i32Max(d, dOff, x, xOff, y, yOff, bytes);
                 default -> throw new AssertionError(op);
             };
             case INT64 -> switch (op) {
-                case SUM -> i64Sum(d, x, y, bytes);
-                case PROD -> i64Prod(d, x, y, bytes);
-                case MIN -> i64Min(d, x, y, bytes);
-                case MAX -> i64Max(d, x, y, bytes);
+                case SUM -> i64Sum(d, dOff, x, xOff, y, yOff, bytes);
+                case PROD -> i64Prod(d, dOff, x, xOff, y, yOff, bytes);
+                case MIN -> i64Min(d, dOff, x, xOff, y, yOff, bytes);
+                case MAX -> i64Max(d, dOff, x, xOff, y, yOff, bytes);
                 default -> throw new AssertionError(op);
             };
             case INT8 -> switch (op) {
-                case SUM -> i8Sum(d, x, y, bytes);
-                case PROD -> i8Prod(d, x, y, bytes);
-                case MIN -> i8Min(d, x, y, bytes);
-                case MAX -> i8Max(d, x, y, bytes);
+                case SUM -> i8Sum(d, dOff, x, xOff, y, yOff, bytes);
+                case PROD -> i8Prod(d, dOff, x, xOff, y, yOff, bytes);
+                case MIN -> i8Min(d, dOff, x, xOff, y, yOff, bytes);
+                case MAX -> i8Max(d, dOff, x, xOff, y, yOff, bytes);
                 default -> throw new AssertionError(op);
             };
             case UINT8 -> switch (op) {
-                case SUM -> i8Sum(d, x, y, bytes);
-                case PROD -> i8Prod(d, x, y, bytes);
-                case MIN -> u8Min(d, x, y, bytes);
-                case MAX -> u8Max(d, x, y, bytes);
+                case SUM -> i8Sum(d, dOff, x, xOff, y, yOff, bytes);
+                case PROD -> i8Prod(d, dOff, x, xOff, y, yOff, bytes);
+                case MIN -> u8Min(d, dOff, x, xOff, y, yOff, bytes);
+                case MAX -> u8Max(d, dOff, x, xOff, y, yOff, bytes);
                 default -> throw new AssertionError(op);
             };
             case BFLOAT16 -> switch (op) {
-                case SUM -> bf16Sum(d, x, y, bytes);
-                case PROD -> bf16Prod(d, x, y, bytes);
-                case MIN -> bf16Min(d, x, y, bytes);
-                case MAX -> bf16Max(d, x, y, bytes);
+                case SUM -> bf16Sum(d, dOff, x, xOff, y, yOff, bytes);
+                case PROD -> bf16Prod(d, dOff, x, xOff, y, yOff, bytes);
+                case MIN -> bf16Min(d, dOff, x, xOff, y, yOff, bytes);
+                case MAX -> bf16Max(d, dOff, x, xOff, y, yOff, bytes);
                 default -> throw new AssertionError(op);
             };
             case FLOAT16 -> 0;
@@ -224,224 +228,262 @@ final class VectorKernels {
         return end;
     }
 
-    private static long f32Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long f32Sum(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = F.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            FloatVector.fromMemorySegment(F, x, o, NATIVE).add(FloatVector.fromMemorySegment(F, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            FloatVector.fromMemorySegment(F, x, xOff + o, NATIVE)
+                    .add(FloatVector.fromMemorySegment(F, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long f32Prod(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long f32Prod(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = F.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            FloatVector.fromMemorySegment(F, x, o, NATIVE).mul(FloatVector.fromMemorySegment(F, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            FloatVector.fromMemorySegment(F, x, xOff + o, NATIVE)
+                    .mul(FloatVector.fromMemorySegment(F, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long f32Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long f32Min(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = F.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            FloatVector.fromMemorySegment(F, x, o, NATIVE).min(FloatVector.fromMemorySegment(F, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            FloatVector.fromMemorySegment(F, x, xOff + o, NATIVE)
+                    .min(FloatVector.fromMemorySegment(F, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long f32Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long f32Max(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = F.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            FloatVector.fromMemorySegment(F, x, o, NATIVE).max(FloatVector.fromMemorySegment(F, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            FloatVector.fromMemorySegment(F, x, xOff + o, NATIVE)
+                    .max(FloatVector.fromMemorySegment(F, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long f64Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long f64Sum(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = D.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            DoubleVector.fromMemorySegment(D, x, o, NATIVE).add(DoubleVector.fromMemorySegment(D, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            DoubleVector.fromMemorySegment(D, x, xOff + o, NATIVE)
+                    .add(DoubleVector.fromMemorySegment(D, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long f64Prod(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long f64Prod(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = D.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            DoubleVector.fromMemorySegment(D, x, o, NATIVE).mul(DoubleVector.fromMemorySegment(D, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            DoubleVector.fromMemorySegment(D, x, xOff + o, NATIVE)
+                    .mul(DoubleVector.fromMemorySegment(D, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long f64Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long f64Min(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = D.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            DoubleVector.fromMemorySegment(D, x, o, NATIVE).min(DoubleVector.fromMemorySegment(D, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            DoubleVector.fromMemorySegment(D, x, xOff + o, NATIVE)
+                    .min(DoubleVector.fromMemorySegment(D, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long f64Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long f64Max(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = D.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            DoubleVector.fromMemorySegment(D, x, o, NATIVE).max(DoubleVector.fromMemorySegment(D, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            DoubleVector.fromMemorySegment(D, x, xOff + o, NATIVE)
+                    .max(DoubleVector.fromMemorySegment(D, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long i32Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long i32Sum(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector.fromMemorySegment(I, x, o, NATIVE).add(IntVector.fromMemorySegment(I, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            IntVector.fromMemorySegment(I, x, xOff + o, NATIVE).add(IntVector.fromMemorySegment(I, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long i32Prod(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long i32Prod(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector.fromMemorySegment(I, x, o, NATIVE).mul(IntVector.fromMemorySegment(I, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            IntVector.fromMemorySegment(I, x, xOff + o, NATIVE).mul(IntVector.fromMemorySegment(I, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long i32Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long i32Min(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector.fromMemorySegment(I, x, o, NATIVE).min(IntVector.fromMemorySegment(I, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            IntVector.fromMemorySegment(I, x, xOff + o, NATIVE).min(IntVector.fromMemorySegment(I, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long i32Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long i32Max(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector.fromMemorySegment(I, x, o, NATIVE).max(IntVector.fromMemorySegment(I, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            IntVector.fromMemorySegment(I, x, xOff + o, NATIVE).max(IntVector.fromMemorySegment(I, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long i64Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long i64Sum(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = L.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            LongVector.fromMemorySegment(L, x, o, NATIVE).add(LongVector.fromMemorySegment(L, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            LongVector.fromMemorySegment(L, x, xOff + o, NATIVE)
+                    .add(LongVector.fromMemorySegment(L, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long i64Prod(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long i64Prod(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = L.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            LongVector.fromMemorySegment(L, x, o, NATIVE).mul(LongVector.fromMemorySegment(L, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            LongVector.fromMemorySegment(L, x, xOff + o, NATIVE)
+                    .mul(LongVector.fromMemorySegment(L, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long i64Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long i64Min(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = L.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            LongVector.fromMemorySegment(L, x, o, NATIVE).min(LongVector.fromMemorySegment(L, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            LongVector.fromMemorySegment(L, x, xOff + o, NATIVE)
+                    .min(LongVector.fromMemorySegment(L, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long i64Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long i64Max(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = L.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            LongVector.fromMemorySegment(L, x, o, NATIVE).max(LongVector.fromMemorySegment(L, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            LongVector.fromMemorySegment(L, x, xOff + o, NATIVE)
+                    .max(LongVector.fromMemorySegment(L, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long i8Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long i8Sum(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = B.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            ByteVector.fromMemorySegment(B, x, o, NATIVE).add(ByteVector.fromMemorySegment(B, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            ByteVector.fromMemorySegment(B, x, xOff + o, NATIVE)
+                    .add(ByteVector.fromMemorySegment(B, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long i8Prod(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long i8Prod(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = B.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            ByteVector.fromMemorySegment(B, x, o, NATIVE).mul(ByteVector.fromMemorySegment(B, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            ByteVector.fromMemorySegment(B, x, xOff + o, NATIVE)
+                    .mul(ByteVector.fromMemorySegment(B, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long i8Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long i8Min(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = B.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            ByteVector.fromMemorySegment(B, x, o, NATIVE).min(ByteVector.fromMemorySegment(B, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            ByteVector.fromMemorySegment(B, x, xOff + o, NATIVE)
+                    .min(ByteVector.fromMemorySegment(B, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long i8Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long i8Max(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = B.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            ByteVector.fromMemorySegment(B, x, o, NATIVE).max(ByteVector.fromMemorySegment(B, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            ByteVector.fromMemorySegment(B, x, xOff + o, NATIVE)
+                    .max(ByteVector.fromMemorySegment(B, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long u8Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long u8Min(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = B.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            ByteVector.fromMemorySegment(B, x, o, NATIVE)
-                    .lanewise(VectorOperators.UMIN, ByteVector.fromMemorySegment(B, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            ByteVector.fromMemorySegment(B, x, xOff + o, NATIVE)
+                    .lanewise(VectorOperators.UMIN, ByteVector.fromMemorySegment(B, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long u8Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long u8Max(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = B.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            ByteVector.fromMemorySegment(B, x, o, NATIVE)
-                    .lanewise(VectorOperators.UMAX, ByteVector.fromMemorySegment(B, y, o, NATIVE))
-                    .intoMemorySegment(d, o, NATIVE);
+            ByteVector.fromMemorySegment(B, x, xOff + o, NATIVE)
+                    .lanewise(VectorOperators.UMAX, ByteVector.fromMemorySegment(B, y, yOff + o, NATIVE))
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
@@ -475,46 +517,50 @@ final class VectorKernels {
         return v.and(HIGH).reinterpretAsFloats();
     }
 
-    private static long bf16Sum(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long bf16Sum(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
-            IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
-            packBf16(lowBf16(p).add(lowBf16(q)), highBf16(p).add(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+            IntVector p = IntVector.fromMemorySegment(I, x, xOff + o, NATIVE);
+            IntVector q = IntVector.fromMemorySegment(I, y, yOff + o, NATIVE);
+            packBf16(lowBf16(p).add(lowBf16(q)), highBf16(p).add(highBf16(q))).intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long bf16Prod(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long bf16Prod(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
-            IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
-            packBf16(lowBf16(p).mul(lowBf16(q)), highBf16(p).mul(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+            IntVector p = IntVector.fromMemorySegment(I, x, xOff + o, NATIVE);
+            IntVector q = IntVector.fromMemorySegment(I, y, yOff + o, NATIVE);
+            packBf16(lowBf16(p).mul(lowBf16(q)), highBf16(p).mul(highBf16(q))).intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long bf16Min(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long bf16Min(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
-            IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
-            packBf16(lowBf16(p).min(lowBf16(q)), highBf16(p).min(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+            IntVector p = IntVector.fromMemorySegment(I, x, xOff + o, NATIVE);
+            IntVector q = IntVector.fromMemorySegment(I, y, yOff + o, NATIVE);
+            packBf16(lowBf16(p).min(lowBf16(q)), highBf16(p).min(highBf16(q))).intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
-    private static long bf16Max(MemorySegment d, MemorySegment x, MemorySegment y, long bytes) {
+    private static long bf16Max(MemorySegment d, long dOff, MemorySegment x, long xOff, MemorySegment y,
+            long yOff, long bytes) {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
-            IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
-            packBf16(lowBf16(p).max(lowBf16(q)), highBf16(p).max(highBf16(q))).intoMemorySegment(d, o, NATIVE);
+            IntVector p = IntVector.fromMemorySegment(I, x, xOff + o, NATIVE);
+            IntVector q = IntVector.fromMemorySegment(I, y, yOff + o, NATIVE);
+            packBf16(lowBf16(p).max(lowBf16(q)), highBf16(p).max(highBf16(q))).intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
