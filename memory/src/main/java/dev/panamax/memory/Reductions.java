@@ -190,8 +190,7 @@ public final class Reductions {
         int e = type.byteSize();
         long start = 0;
         if (vector && bytes >= VectorKernels.vectorBytes()) {
-            start = VectorKernels.scaledSum(type, dst.asSlice(dstOffset, bytes), x.asSlice(xOffset, bytes), xScale,
-                    y.asSlice(yOffset, bytes), yScale, bytes) / e;
+            start = VectorKernels.scaledSum(type, dst, dstOffset, x, xOffset, xScale, y, yOffset, yScale, bytes) / e;
         }
         if (start < count) {
             // float16 (staged through arrays) and the vectors' tail.

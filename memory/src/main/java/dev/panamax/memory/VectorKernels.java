@@ -161,10 +161,10 @@ final class VectorKernels {
 
     /**
      * {@code d = a * x + b * y} for float32, float64 and bfloat16 (each product rounded to the type, then the sum: no
-     * fused multiply-add), over whole vectors; returns the bytes done (0 for float16).
+     * fused multiply-add), over whole vectors from the given offsets; returns the bytes done (0 for float16).
      */
-    static long scaledSum(DataType type, MemorySegment d, MemorySegment x, double a, MemorySegment y, double b,
-            long bytes) {
+    static long scaledSum(DataType type, MemorySegment d, long dOff, MemorySegment x, long xOff, double a,
+            MemorySegment y, long yOff, double b, long bytes) {
         switch (type) {
             case FLOAT32 -> {
                 long step = F.vectorByteSize();
@@ -172,9 +172,9 @@ final class VectorKernels {
                 float fa = (float) a;
                 float fb = (float) b;
                 for (long o = 0; o < end; o += step) {
-                    FloatVector.fromMemorySegment(F, x, o, NATIVE).mul(fa)
-                            .add(FloatVector.fromMemorySegment(F, y, o, NATIVE).mul(fb))
-                            .intoMemorySegment(d, o, NATIVE);
+                    FloatVector.fromMemorySegment(F, x, xOff + o, NATIVE).mul(fa)
+                            .add(FloatVector.fromMemorySegment(F, y, yOff + o, NATIVE).mul(fb))
+                            .intoMemorySegment(d, dOff + o, NATIVE);
                 }
                 return end;
             }
@@ -182,17 +182,17 @@ final class VectorKernels {
                 long step = D.vectorByteSize();
                 long end = bytes - bytes % step;
                 for (long o = 0; o < end; o += step) {
-                    DoubleVector.fromMemorySegment(D, x, o, NATIVE).mul(a)
-                            .add(DoubleVector.fromMemorySegment(D, y, o, NATIVE).mul(b))
-                            .intoMemorySegment(d, o, NATIVE);
+                    DoubleVector.fromMemorySegment(D, x, xOff + o, NATIVE).mul(a)
+                            .add(DoubleVector.fromMemorySegment(D, y, yOff + o, NATIVE).mul(b))
+                            .intoMemorySegment(d, dOff + o, NATIVE);
                 }
                 return end;
             }
             case BFLOAT16 -> {
                 // A fold scales one operand (the input) and not the other (a partial sum): that case has its loop.
-                return b == 1 ? bf16ScaledSum(d, x, (float) a, y, bytes)
-                        : a == 1 ? bf16ScaledSum(d, y, (float) b, x, bytes) : bf16ScaledSum(d, x, (float) a, y,
-                        (float) b, bytes);
+                return b == 1 ? bf16ScaledSum(d, dOff, x, xOff, (float) a, y, yOff, bytes)
+                        : a == 1 ? bf16ScaledSum(d, dOff, y, yOff, (float) b, x, xOff, bytes)
+                        : bf16ScaledSum(d, dOff, x, xOff, (float) a, y, yOff, (float) b, bytes);
             }
             default -> {
                 return 0;
@@ -201,29 +201,30 @@ final class VectorKernels {
     }
 
     /** {@code d = bf16(a * x) + y} for bfloat16, rounded to bfloat16. */
-    private static long bf16ScaledSum(MemorySegment d, MemorySegment x, float a, MemorySegment y, long bytes) {
+    private static long bf16ScaledSum(MemorySegment d, long dOff, MemorySegment x, long xOff, float a, MemorySegment y,
+            long yOff, long bytes) {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
-            IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
+            IntVector p = IntVector.fromMemorySegment(I, x, xOff + o, NATIVE);
+            IntVector q = IntVector.fromMemorySegment(I, y, yOff + o, NATIVE);
             packBf16(bf16Rounded(lowBf16(p).mul(a)).add(lowBf16(q)), bf16Rounded(highBf16(p).mul(a)).add(highBf16(q)))
-                    .intoMemorySegment(d, o, NATIVE);
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
 
     /** {@code d = bf16(a * x) + bf16(b * y)} for bfloat16, rounded to bfloat16. */
-    private static long bf16ScaledSum(MemorySegment d, MemorySegment x, float a, MemorySegment y, float b,
-            long bytes) {
+    private static long bf16ScaledSum(MemorySegment d, long dOff, MemorySegment x, long xOff, float a, MemorySegment y,
+            long yOff, float b, long bytes) {
         long step = I.vectorByteSize();
         long end = bytes - bytes % step;
         for (long o = 0; o < end; o += step) {
-            IntVector p = IntVector.fromMemorySegment(I, x, o, NATIVE);
-            IntVector q = IntVector.fromMemorySegment(I, y, o, NATIVE);
+            IntVector p = IntVector.fromMemorySegment(I, x, xOff + o, NATIVE);
+            IntVector q = IntVector.fromMemorySegment(I, y, yOff + o, NATIVE);
             packBf16(bf16Rounded(lowBf16(p).mul(a)).add(bf16Rounded(lowBf16(q).mul(b))),
                     bf16Rounded(highBf16(p).mul(a)).add(bf16Rounded(highBf16(q).mul(b))))
-                    .intoMemorySegment(d, o, NATIVE);
+                    .intoMemorySegment(d, dOff + o, NATIVE);
         }
         return end;
     }
