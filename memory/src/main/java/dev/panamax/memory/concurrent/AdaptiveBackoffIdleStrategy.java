@@ -207,7 +207,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
             if (rounds == 1) {
                 idleSince = now;
                 idled = true;
-                spinNanos = oversubscribed || now - noSpinUntil < 0 ? 0 : SPIN_NANOS;
+                spinNanos = oversubscribed || inPenalty(now) ? 0 : SPIN_NANOS;
             }
             long idle = now - idleSince;
             Phase next = idle < spinNanos ? Phase.SPINNING : idle < spinNanos + yieldNanos ? Phase.YIELDING

@@ -73,14 +73,21 @@ class CpuSeparationTest {
         }
     }
 
+    /** The CPU this thread runs on; skips the test where that is unknown or fewer than {@code cpus} are usable. */
+    private static int currentCpu(int cpus) {
+        int cpu = Libc.currentCpu();
+        assumeTrue(cpu >= 0 && Runtime.getRuntime().availableProcessors() >= cpus,
+                "needs sched_getcpu and " + cpus + " CPU(s)");
+        return cpu;
+    }
+
     private static Request[] pendingOn(Link link) {
         return new Request[] {new Request.Send(link, MemorySegment.NULL)};
     }
 
     @Test
     void theHigherRankMovesOffTheCpuTheLowerRankItWaitsForPublished() {
-        int cpu = Libc.currentCpu();
-        assumeTrue(cpu >= 0 && Runtime.getRuntime().availableProcessors() >= 2, "needs sched_getcpu and 2 CPUs");
+        int cpu = currentCpu(2);
         int cpus = Runtime.getRuntime().availableProcessors();
         CpuLink toRank0 = new CpuLink(0);
         toRank0.peerCpu = cpu;
@@ -96,8 +103,7 @@ class CpuSeparationTest {
 
     @Test
     void theLowerRankPublishesButStays() {
-        int cpu = Libc.currentCpu();
-        assumeTrue(cpu >= 0, "needs sched_getcpu");
+        int cpu = currentCpu(1);
         CpuLink toRank1 = new CpuLink(1);
         toRank1.peerCpu = cpu;
         CpuSeparation rank0 = new CpuSeparation(0);
@@ -108,8 +114,7 @@ class CpuSeparationTest {
 
     @Test
     void aLowerRankElsewhereOrNotWaitingIsNoReasonToMove() {
-        int cpu = Libc.currentCpu();
-        assumeTrue(cpu >= 0, "needs sched_getcpu");
+        int cpu = currentCpu(1);
         CpuLink toRank0 = new CpuLink(0);
         CpuSeparation rank1 = new CpuSeparation(1);
 
@@ -120,8 +125,7 @@ class CpuSeparationTest {
 
     @Test
     void aCompletedRequestsPeerIsNotLookedAt() {
-        int cpu = Libc.currentCpu();
-        assumeTrue(cpu >= 0, "needs sched_getcpu");
+        int cpu = currentCpu(1);
         CpuLink toRank0 = new CpuLink(0);
         toRank0.peerCpu = cpu;
         Request[] done = pendingOn(toRank0);
@@ -133,8 +137,7 @@ class CpuSeparationTest {
 
     @Test
     void aRankMovesAtMostOncePerInterval() {
-        int cpu = Libc.currentCpu();
-        assumeTrue(cpu >= 0 && Runtime.getRuntime().availableProcessors() >= 2, "needs sched_getcpu and 2 CPUs");
+        int cpu = currentCpu(2);
         CpuLink toRank0 = new CpuLink(0);
         CpuSeparation rank1 = new CpuSeparation(1);
         long now = System.nanoTime();

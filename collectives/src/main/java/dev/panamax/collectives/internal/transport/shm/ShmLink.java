@@ -60,7 +60,7 @@ public final class ShmLink extends Link {
     /** The inbox header before the channel blocks: the owner's doorbell in its own cache line. */
     private static final long INBOX_HEADER_BYTES = 4096;
     private static final long DOORBELL = 0;
-    /** The owner's CPU + 1 while its thread yields in a wait (0: none), in its own cache line (see shareCpu). */
+    /** The owner's CPU + 1 while a wait of its thread lasts (0: none), in its own cache line (see shareCpu). */
     private static final long OWNER_CPU = 64;
 
     // descriptor fields (one cache line per slot)
