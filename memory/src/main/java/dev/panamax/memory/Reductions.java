@@ -119,10 +119,9 @@ public final class Reductions {
         if (divisor == 1) {
             return;
         }
-        MemorySegment s = segment.asSlice(offset, bytes);
-        long done = vector ? VectorKernels.divide(type, s, bytes, divisor) : 0;
+        long done = vector ? VectorKernels.divide(type, segment, offset, bytes, divisor) : 0;
         if (done < bytes) {
-            ScalarKernels.divide(type, s.asSlice(done), (bytes - done) / type.byteSize(), divisor);
+            ScalarKernels.divide(type, segment, offset + done, (bytes - done) / type.byteSize(), divisor);
         }
     }
 
@@ -151,11 +150,10 @@ public final class Reductions {
             return;
         }
         requireWritable("dst", dst);
-        MemorySegment d = dst.asSlice(dstOffset, bytes);
-        MemorySegment x = src.asSlice(srcOffset, bytes);
-        long done = vector ? VectorKernels.scale(type, d, x, bytes, scalar) : 0;
+        long done = vector ? VectorKernels.scale(type, dst, dstOffset, src, srcOffset, bytes, scalar) : 0;
         if (done < bytes) {
-            ScalarKernels.scale(type, d.asSlice(done), x.asSlice(done), (bytes - done) / type.byteSize(), scalar);
+            ScalarKernels.scale(type, dst, dstOffset + done, src, srcOffset + done, (bytes - done) / type.byteSize(),
+                    scalar);
         }
     }
 

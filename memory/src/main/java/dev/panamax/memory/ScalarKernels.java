@@ -159,15 +159,16 @@ final class ScalarKernels {
         }
     }
 
-    /** {@code d = scalar * x} for {@code n} floating-point elements, in the type's own precision. */
-    static void scale(DataType type, MemorySegment d, MemorySegment x, long n, double scalar) {
+    /** {@code d = scalar * x} for {@code n} floating-point elements at byte offsets, in the type's own precision. */
+    static void scale(DataType type, MemorySegment d, long dOff, MemorySegment x, long xOff, long n, double scalar) {
         float f = (float) scalar;
         switch (type) {
-            case FLOAT32 -> { for (long i = 0; i < n; i++) d.setAtIndex(F32, i, x.getAtIndex(F32, i) * f); }
-            case FLOAT64 -> { for (long i = 0; i < n; i++) d.setAtIndex(F64, i, x.getAtIndex(F64, i) * scalar); }
-            case FLOAT16 -> f16Scale(d, x, n, f);
-            case BFLOAT16 -> { for (long i = 0; i < n; i++) d.setAtIndex(I16, i, Half.floatToBfloat16(bf16(x, i)
-                    * f)); }
+            case FLOAT32 -> { for (long i = 0; i < n; i++) d.set(F32, dOff + 4 * i, x.get(F32, xOff + 4 * i) * f); }
+            case FLOAT64 -> { for (long i = 0; i < n; i++) d.set(F64, dOff + 8 * i, x.get(F64, xOff + 8 * i)
+                    * scalar); }
+            case FLOAT16 -> f16Scale(d, dOff, x, xOff, n, f);
+            case BFLOAT16 -> { for (long i = 0; i < n; i++) d.set(I16, dOff + 2 * i,
+                    Half.floatToBfloat16(bf16(x, xOff, i) * f)); }
             default -> throw new IllegalArgumentException("scale: " + type.canonicalName());
         }
     }
@@ -243,31 +244,27 @@ final class ScalarKernels {
     }
 
     /** Staged through arrays, as {@link #f16Divide}: HotSpot vectorizes the conversions there. */
-    private static void f16Scale(MemorySegment d, MemorySegment x, long n, float f) {
+    private static void f16Scale(MemorySegment d, long dOff, MemorySegment x, long xOff, long n, float f) {
         int c = (int) Math.min(n, F16_CHUNK);
         short[] p = new short[c];
         for (long i = 0; i < n; i += c) {
             int m = (int) Math.min(c, n - i);
-            MemorySegment.copy(x, I16, 2 * i, p, 0, m);
+            MemorySegment.copy(x, I16, xOff + 2 * i, p, 0, m);
             for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Float.float16ToFloat(p[k]) * f);
-            MemorySegment.copy(p, 0, d, I16, 2 * i, m);
+            MemorySegment.copy(p, 0, d, I16, dOff + 2 * i, m);
         }
     }
 
-    private static void f16Divide(MemorySegment s, long n, int divisor) {
+    private static void f16Divide(MemorySegment s, long off, long n, int divisor) {
         int c = (int) Math.min(n, F16_CHUNK);
         short[] p = new short[c];
         float div = divisor;
         for (long i = 0; i < n; i += c) {
             int m = (int) Math.min(c, n - i);
-            MemorySegment.copy(s, I16, 2 * i, p, 0, m);
+            MemorySegment.copy(s, I16, off + 2 * i, p, 0, m);
             for (int k = 0; k < m; k++) p[k] = Float.floatToFloat16(Float.float16ToFloat(p[k]) / div);
-            MemorySegment.copy(p, 0, s, I16, 2 * i, m);
+            MemorySegment.copy(p, 0, s, I16, off + 2 * i, m);
         }
-    }
-
-    private static float bf16(MemorySegment s, long i) {
-        return Half.bfloat16ToFloat(s.getAtIndex(I16, i));
     }
 
     private static float bf16(MemorySegment s, long offset, long i) {
@@ -289,18 +286,23 @@ final class ScalarKernels {
         }
     }
 
-    /** {@code s[i] /= divisor} for {@code n} elements ({@code divisor > 1}). */
-    static void divide(DataType type, MemorySegment s, long n, int divisor) {
+    /** {@code s[i] /= divisor} for {@code n} elements from byte offset {@code off} ({@code divisor > 1}). */
+    static void divide(DataType type, MemorySegment s, long off, long n, int divisor) {
         switch (type) {
-            case FLOAT32 -> { for (long i = 0; i < n; i++) s.setAtIndex(F32, i, s.getAtIndex(F32, i) / divisor); }
-            case FLOAT64 -> { for (long i = 0; i < n; i++) s.setAtIndex(F64, i, s.getAtIndex(F64, i) / divisor); }
-            case INT32 -> { for (long i = 0; i < n; i++) s.setAtIndex(I32, i, s.getAtIndex(I32, i) / divisor); }
-            case INT64 -> { for (long i = 0; i < n; i++) s.setAtIndex(I64, i, s.getAtIndex(I64, i) / divisor); }
-            case INT8 -> { for (long i = 0; i < n; i++) s.set(I8, i, (byte) (s.get(I8, i) / divisor)); }
-            case UINT8 -> { for (long i = 0; i < n; i++) s.set(I8, i, (byte) ((s.get(I8, i) & 0xff) / divisor)); }
-            case FLOAT16 -> f16Divide(s, n, divisor);
-            case BFLOAT16 -> { for (long i = 0; i < n; i++) s.setAtIndex(I16, i, Half.floatToBfloat16(bf16(s, i)
+            case FLOAT32 -> { for (long i = 0; i < n; i++) s.set(F32, off + 4 * i, s.get(F32, off + 4 * i)
+                    / divisor); }
+            case FLOAT64 -> { for (long i = 0; i < n; i++) s.set(F64, off + 8 * i, s.get(F64, off + 8 * i)
+                    / divisor); }
+            case INT32 -> { for (long i = 0; i < n; i++) s.set(I32, off + 4 * i, s.get(I32, off + 4 * i)
+                    / divisor); }
+            case INT64 -> { for (long i = 0; i < n; i++) s.set(I64, off + 8 * i, s.get(I64, off + 8 * i)
+                    / divisor); }
+            case INT8 -> { for (long i = 0; i < n; i++) s.set(I8, off + i, (byte) (s.get(I8, off + i) / divisor)); }
+            case UINT8 -> { for (long i = 0; i < n; i++) s.set(I8, off + i, (byte) ((s.get(I8, off + i) & 0xff)
                     / divisor)); }
+            case FLOAT16 -> f16Divide(s, off, n, divisor);
+            case BFLOAT16 -> { for (long i = 0; i < n; i++) s.set(I16, off + 2 * i,
+                    Half.floatToBfloat16(bf16(s, off, i) / divisor)); }
         }
     }
 }

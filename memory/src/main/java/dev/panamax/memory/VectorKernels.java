@@ -106,14 +106,15 @@ final class VectorKernels {
         };
     }
 
-    /** {@code s /= divisor} on a prefix of {@code bytes} for FLOAT32 and FLOAT64; returns the bytes done. */
-    static long divide(DataType type, MemorySegment s, long bytes, int divisor) {
+    /** {@code s /= divisor} on a prefix of {@code bytes} from byte offset {@code off} for FLOAT32 and FLOAT64;
+     * returns the bytes done. */
+    static long divide(DataType type, MemorySegment s, long off, long bytes, int divisor) {
         switch (type) {
             case FLOAT32 -> {
                 long step = F.vectorByteSize();
                 long end = bytes - bytes % step;
                 float div = divisor;
-                for (long o = 0; o < end; o += step) {
+                for (long o = off; o < off + end; o += step) {
                     FloatVector.fromMemorySegment(F, s, o, NATIVE).div(div).intoMemorySegment(s, o, NATIVE);
                 }
                 return end;
@@ -122,7 +123,7 @@ final class VectorKernels {
                 long step = D.vectorByteSize();
                 long end = bytes - bytes % step;
                 double div = divisor;
-                for (long o = 0; o < end; o += step) {
+                for (long o = off; o < off + end; o += step) {
                     DoubleVector.fromMemorySegment(D, s, o, NATIVE).div(div).intoMemorySegment(s, o, NATIVE);
                 }
                 return end;
@@ -133,15 +134,18 @@ final class VectorKernels {
         }
     }
 
-    /** {@code d = scalar * x} on a prefix of {@code bytes} (float32 and float64); returns the bytes done. */
-    static long scale(DataType type, MemorySegment d, MemorySegment x, long bytes, double scalar) {
+    /** {@code d = scalar * x} on a prefix of {@code bytes} from the given byte offsets (float32 and float64); returns
+     * the bytes done. */
+    static long scale(DataType type, MemorySegment d, long dOff, MemorySegment x, long xOff, long bytes,
+            double scalar) {
         switch (type) {
             case FLOAT32 -> {
                 long step = F.vectorByteSize();
                 long end = bytes - bytes % step;
                 float factor = (float) scalar;
                 for (long o = 0; o < end; o += step) {
-                    FloatVector.fromMemorySegment(F, x, o, NATIVE).mul(factor).intoMemorySegment(d, o, NATIVE);
+                    FloatVector.fromMemorySegment(F, x, xOff + o, NATIVE).mul(factor)
+                            .intoMemorySegment(d, dOff + o, NATIVE);
                 }
                 return end;
             }
@@ -149,7 +153,8 @@ final class VectorKernels {
                 long step = D.vectorByteSize();
                 long end = bytes - bytes % step;
                 for (long o = 0; o < end; o += step) {
-                    DoubleVector.fromMemorySegment(D, x, o, NATIVE).mul(scalar).intoMemorySegment(d, o, NATIVE);
+                    DoubleVector.fromMemorySegment(D, x, xOff + o, NATIVE).mul(scalar)
+                            .intoMemorySegment(d, dOff + o, NATIVE);
                 }
                 return end;
             }

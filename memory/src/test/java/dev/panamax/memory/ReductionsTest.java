@@ -190,24 +190,32 @@ class ReductionsTest {
         SplittableRandom rnd = new SplittableRandom(11 + t.ordinal());
         for (double scalar : new double[]{1, 0.25, -3, 1.0 / 3}) {
             for (long n : COUNTS) {
-                for (long off : new long[]{0, 3L * t.byteSize(), 1}) {
+                // Byte offsets of src and dst, apart so that one taken for the other shows.
+                for (long[] off : new long[][]{{0, 3L * t.byteSize()}, {3L * t.byteSize(), 1}, {1, 0}}) {
                     try (Arena arena = Arena.ofConfined()) {
                         MemorySegment src = arena.allocate(n * t.byteSize() + 32);
                         MemorySegment dst = arena.allocate(n * t.byteSize() + 32);
-                        fill(t, src, off, n, rnd);
-                        Reductions.scale(vector, t, dst, off, src, off, n, scalar);
+                        fill(t, src, off[0], n, rnd);
+                        Reductions.scale(vector, t, dst, off[1], src, off[0], n, scalar);
+                        long end = off[1] + n * t.byteSize();
+                        for (long b = 0; b < dst.byteSize(); b++) {
+                            if ((b < off[1] || b >= end) && dst.get(ValueLayout.JAVA_BYTE, b) != 0) {
+                                fail(t + " * " + scalar + " n=" + n + " offsets=" + Arrays.toString(off)
+                                        + ": byte " + b + " outside dst's range written");
+                            }
+                        }
                         for (long i = 0; i < n; i++) {
-                            double x = t.getAsDouble(src, off, i);
+                            double x = t.getAsDouble(src, off[0], i);
                             double want = switch (t) {
                                 case FLOAT64 -> x * scalar;
                                 case FLOAT32 -> (float) x * (float) scalar;
                                 case BFLOAT16 -> Half.bfloat16ToFloat(Half.floatToBfloat16((float) x * (float) scalar));
                                 default -> Float.float16ToFloat(Float.floatToFloat16((float) x * (float) scalar));
                             };
-                            double got = t.getAsDouble(dst, off, i);
+                            double got = t.getAsDouble(dst, off[1], i);
                             if (Double.compare(want, got) != 0 && !(Double.isNaN(want) && Double.isNaN(got))) {
-                                fail(t + " * " + scalar + " n=" + n + " off=" + off + " element " + i + ": " + got
-                                        + " != " + want);
+                                fail(t + " * " + scalar + " n=" + n + " offsets=" + Arrays.toString(off) + " element "
+                                        + i + ": " + got + " != " + want);
                             }
                         }
                     }
