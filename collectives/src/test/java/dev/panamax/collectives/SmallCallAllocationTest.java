@@ -5,7 +5,7 @@ import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.api.condition.EnabledOnOs;
 import org.junit.jupiter.api.condition.OS;
 
@@ -33,10 +33,16 @@ class SmallCallAllocationTest {
      */
     private static final long MAX_BYTES_PER_CALL = 8;
 
+    /** How a call reduces: the plain sum, an average (a pre-multiplied sum by 1/size), a pre-multiplied sum. */
+    enum Call {
+        SUM, AVERAGE, PRE_MULTIPLIED_SUM
+    }
+
     /** 2 floats fold in the scalar loop; 16 and 256 go through the vector kernels as well. */
-    @ParameterizedTest
-    @ValueSource(ints = {2, 16, 256})
-    void aLoopOfSmallAllReducesOnSharedMemoryAllocatesAlmostNothing(int count) throws Exception {
+    @ParameterizedTest(name = "{1} of {0} floats")
+    @CsvSource({"2, SUM", "16, SUM", "256, SUM", "2, AVERAGE", "16, AVERAGE", "256, AVERAGE",
+        "2, PRE_MULTIPLIED_SUM", "16, PRE_MULTIPLIED_SUM", "256, PRE_MULTIPLIED_SUM"})
+    void aLoopOfSmallAllReducesOnSharedMemoryAllocatesAlmostNothing(int count, Call kind) throws Exception {
         ThreadMXBean threads = (ThreadMXBean) ManagementFactory.getThreadMXBean();
         assertTrue(threads.isThreadAllocatedMemorySupported());
         List<Communicator> comms = Ranks.Transport.SHM.open(2);
@@ -55,13 +61,27 @@ class SmallCallAllocationTest {
                             before = threads.getCurrentThreadAllocatedBytes();
                         }
                         recv.fill((byte) 0);
-                        c.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);
+                        // Sum 1 + 2 = 3 times the index, average 1.5 times, pre-multiplied by 2: 6 times.
+                        float times = switch (kind) {
+                            case SUM -> {
+                                c.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.SUM);
+                                yield 3f;
+                            }
+                            case AVERAGE -> {
+                                c.allReduce(send, recv, count, DataType.FLOAT32, ReduceOp.AVG);
+                                yield 1.5f;
+                            }
+                            case PRE_MULTIPLIED_SUM -> {
+                                c.allReducePreMulSum(send, recv, count, DataType.FLOAT32, 2.0);
+                                yield 6f;
+                            }
+                        };
                         int last = count - 1;
-                        if (recv.getAtIndex(ValueLayout.JAVA_FLOAT, 0) != 3f
-                                || recv.getAtIndex(ValueLayout.JAVA_FLOAT, last) != 3f * count) {
+                        if (recv.getAtIndex(ValueLayout.JAVA_FLOAT, 0) != times
+                                || recv.getAtIndex(ValueLayout.JAVA_FLOAT, last) != times * count) {
                             throw new AssertionError("call " + call + ": " + recv.getAtIndex(ValueLayout.JAVA_FLOAT, 0)
-                                    + ", " + recv.getAtIndex(ValueLayout.JAVA_FLOAT, last) + " instead of 3, "
-                                    + 3f * count);
+                                    + ", " + recv.getAtIndex(ValueLayout.JAVA_FLOAT, last) + " instead of " + times
+                                    + ", " + times * count);
                         }
                     }
                     bytesPerCall[c.rank()] = (threads.getCurrentThreadAllocatedBytes() - before) / CALLS;
@@ -72,7 +92,7 @@ class SmallCallAllocationTest {
         }
         for (int r = 0; r < 2; r++) {
             assertTrue(bytesPerCall[r] < MAX_BYTES_PER_CALL,
-                    "rank " + r + " allocated " + bytesPerCall[r] + " bytes per all-reduce of " + count + " floats");
+                    "rank " + r + " allocated " + bytesPerCall[r] + " bytes per " + kind + " of " + count + " floats");
         }
     }
 }

@@ -199,8 +199,8 @@ public final class CommunicatorImpl implements Communicator {
     public void allReducePreMulSum(MemorySegment send, MemorySegment recv, long count, DataType type, double scalar) {
         ArgumentChecks.preMulSum("allReducePreMulSum", type);
         checks.allReduce(send, recv, count, type, ReduceOp.SUM);
-        PreMulPlan p = plans.preMulPlan(Collective.ALL_REDUCE, count, type, 0);
-        runInIssueOrder(() -> runPreMulSum(p, send, recv, type, scalar));
+        runInIssueOrder(null, plans.preMulPlan(Collective.ALL_REDUCE, count, type, 0), send, recv, type, ReduceOp.SUM,
+                scalar);
     }
 
     @Override
@@ -208,8 +208,8 @@ public final class CommunicatorImpl implements Communicator {
             double scalar) {
         ArgumentChecks.preMulSum("reduceScatterPreMulSum", type);
         checks.reduceScatter(send, recv, recvCount, type, ReduceOp.SUM);
-        PreMulPlan p = plans.preMulPlan(Collective.REDUCE_SCATTER, recvCount, type, 0);
-        runInIssueOrder(() -> runPreMulSum(p, send, recv, type, scalar));
+        runInIssueOrder(null, plans.preMulPlan(Collective.REDUCE_SCATTER, recvCount, type, 0), send, recv, type,
+                ReduceOp.SUM, scalar);
     }
 
     @Override
@@ -217,8 +217,8 @@ public final class CommunicatorImpl implements Communicator {
             int root) {
         ArgumentChecks.preMulSum("reducePreMulSum", type);
         checks.reduce(send, recv, count, type, ReduceOp.SUM, root);
-        PreMulPlan p = plans.preMulPlan(Collective.REDUCE, count, type, root);
-        runInIssueOrder(() -> runPreMulSum(p, send, recv, type, scalar));
+        runInIssueOrder(null, plans.preMulPlan(Collective.REDUCE, count, type, root), send, recv, type, ReduceOp.SUM,
+                scalar);
     }
 
     @Override
@@ -426,11 +426,12 @@ public final class CommunicatorImpl implements Communicator {
             v.check(p.schedule(), type, ReduceOp.SUM);
         }
         if (size > 1) {
-            MemorySegment table = scalarScratch.get(0, 8L * (size + 1));
-            table.setAtIndex(ValueLayout.JAVA_DOUBLE, size, scalar);
-            runSchedule(plans.plan(Collective.ALL_GATHER, 1, DataType.FLOAT64, 0), table.asSlice(8L * size, 8),
-                    table.asSlice(0, 8L * size), DataType.FLOAT64, null);
-            MemorySegment.copy(table, ValueLayout.JAVA_DOUBLE, 0, scalars, 0, size);
+            // Two slots (not two slices of one table) so that the all-gather sees the same buffer objects each call.
+            MemorySegment all = scalarScratch.get(0, 8L * size);
+            MemorySegment own = scalarScratch.get(1, 8);
+            own.set(ValueLayout.JAVA_DOUBLE, 0, scalar);
+            runSchedule(plans.scalarGather(), own, all, DataType.FLOAT64, null);
+            MemorySegment.copy(all, ValueLayout.JAVA_DOUBLE, 0, scalars, 0, size);
         } else {
             scalars[0] = scalar;
         }
@@ -462,11 +463,11 @@ public final class CommunicatorImpl implements Communicator {
         return () -> runSchedule(s, send, recv, type, op);
     }
 
-    /** As {@code runInIssueOrder(reduction(...))}, without a closure where the plain schedule runs. */
+    /** As {@code runInIssueOrder(reduction(...))}, without a closure. */
     private void runReductionInIssueOrder(Collective collective, long count, DataType type, ReduceOp op, int root,
             MemorySegment send, MemorySegment recv) {
         if (averagesByScaling(type, op)) {
-            runInIssueOrder(reduction(collective, count, type, op, root, send, recv));
+            runInIssueOrder(null, plans.preMulPlan(collective, count, type, root), send, recv, type, op, 0);
         } else {
             runScheduleInIssueOrder(plans.plan(collective, count, type, root), send, recv, type, op);
         }
@@ -863,18 +864,30 @@ public final class CommunicatorImpl implements Communicator {
         runLocked(collective);
     }
 
-    /**
-     * As {@link #runInIssueOrder} for a schedule, with the steps of {@link #runLocked} and {@link #runOrBreakLinks}
-     * written out: a closure per call would be the only allocation of a repeated small collective.
-     */
     private void runScheduleInIssueOrder(Schedule s, MemorySegment send, MemorySegment recv, DataType type,
             ReduceOp op) {
+        runInIssueOrder(s, null, send, recv, type, op, 0);
+    }
+
+    /**
+     * As {@link #runInIssueOrder} for a plain schedule ({@code s}), an average by scaling or a pre-multiplied sum
+     * ({@code p}, {@code op} AVG or SUM), with the steps of {@link #runLocked} and {@link #runOrBreakLinks} written
+     * out: a closure per call would be the only allocation of a repeated small collective.
+     */
+    private void runInIssueOrder(Schedule s, PreMulPlan p, MemorySegment send, MemorySegment recv, DataType type,
+            ReduceOp op, double scalar) {
         awaitEarlierAsync();
         family.lock();
         try {
             ensureOpen();
             try {
-                runSchedule(s, send, recv, type, op);
+                if (p == null) {
+                    runSchedule(s, send, recv, type, op);
+                } else if (op == ReduceOp.AVG) {
+                    runAverage(p, send, recv, type);
+                } else {
+                    runPreMulSum(p, send, recv, type, scalar);
+                }
             } catch (RuntimeException | Error e) {
                 breakLinksAfter(e);
                 throw e;

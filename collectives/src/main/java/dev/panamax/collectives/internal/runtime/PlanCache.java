@@ -43,6 +43,9 @@ final class PlanCache {
     /** The last call's key and schedule: a loop of the same call finds it without a key or a map lookup. */
     private Key lastKey;
     private Schedule lastPlan;
+    /** The all-gather of one float64 per rank that every pre-multiplied sum runs first: kept apart from {@link
+     * #lastPlan}, which the sum's own schedule holds in a loop of such calls. */
+    private Schedule scalarGather;
 
     PlanCache(int rank, int size, Topology topology) {
         this.rank = rank;
@@ -175,6 +178,16 @@ final class PlanCache {
         return p;
     }
 
+    /** The schedule of the all-gather of every rank's scalar (one float64 each) that starts a pre-multiplied sum. */
+    synchronized Schedule scalarGather() {
+        Schedule s = scalarGather;
+        if (s == null) {
+            s = select(Collective.ALL_GATHER, 1, DataType.FLOAT64, 0).build();
+            scalarGather = s;
+        }
+        return s;
+    }
+
     /** The schedules of every rank for selection {@code c}, by rank. */
     private List<Schedule> everyRank(Planner.Selection c) {
         List<Schedule> all = new ArrayList<>(size);
@@ -194,6 +207,7 @@ final class PlanCache {
         concurrentPlans.clear();
         preMulPlans.clear();
         lastPreMulPlan = null;
+        scalarGather = null;
         lastKey = null;
         lastPlan = null;
     }

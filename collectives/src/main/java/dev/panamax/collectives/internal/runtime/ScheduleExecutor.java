@@ -39,10 +39,12 @@ public final class ScheduleExecutor {
     private final long id;
     private MemorySegment[] buffers = new MemorySegment[2];
     private Request[] requests = new Request[8];
-    /** The schedule and buffers whose transfer views {@link #views} holds (by identity), in transfer order. */
-    private Schedule viewsOf;
-    private MemorySegment[] viewsFor = new MemorySegment[2];
-    private MemorySegment[] views = new MemorySegment[8];
+    /**
+     * The transfer views of the last two schedules run, each with its buffers: two, because a pre-multiplied sum
+     * runs two schedules per call (its scalars' all-gather, then the sum), which would evict each other from one.
+     */
+    private ViewSet views = new ViewSet();
+    private ViewSet olderViews = new ViewSet();
     /** The next slot of {@link #views} while a stage is posted; -1 when views are not kept (concurrent runs). */
     private int viewIndex = -1;
     /** Sees each call's whole buffers before its schedule runs; null for transports that need nothing. */
@@ -170,24 +172,50 @@ public final class ScheduleExecutor {
     }
 
     /**
-     * Readies {@link #views} for a run of {@code schedule} on the first {@code nb} {@link #buffers}: the
-     * views of the last call are kept when it ran the same schedule on the same buffer objects.
+     * Readies {@link #views} for a run of {@code schedule} on the first {@code nb} {@link #buffers}: the views of one
+     * of the last two calls are kept when it ran the same schedule on the same buffer objects; otherwise the older
+     * set is emptied and reused.
      */
     private void keepViewsFor(Schedule schedule, int nb) {
-        boolean same = schedule == viewsOf && viewsFor.length >= nb;
-        for (int k = 0; same && k < nb; k++) {
-            same = viewsFor[k] == buffers[k];
-        }
-        if (!same) {
-            viewsOf = schedule;
-            if (viewsFor.length < nb) {
-                viewsFor = new MemorySegment[nb];
+        if (!views.holds(schedule, buffers, nb)) {
+            ViewSet other = olderViews;
+            olderViews = views;
+            views = other;
+            if (!other.holds(schedule, buffers, nb)) {
+                other.reset(schedule, buffers, nb);
             }
-            Arrays.fill(viewsFor, null);
-            System.arraycopy(buffers, 0, viewsFor, 0, nb);
-            Arrays.fill(views, null);
         }
         viewIndex = 0;
+    }
+
+    /** The segment views of one schedule's transfers on one set of buffers, in transfer order. */
+    private static final class ViewSet {
+        private Schedule schedule;
+        private MemorySegment[] buffers = new MemorySegment[2];
+        private MemorySegment[] views = new MemorySegment[8];
+
+        /** Whether these are the views of {@code s} on the first {@code nb} of {@code b} (by identity). */
+        boolean holds(Schedule s, MemorySegment[] b, int nb) {
+            if (s != schedule || buffers.length < nb) {
+                return false;
+            }
+            for (int k = 0; k < nb; k++) {
+                if (buffers[k] != b[k]) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        void reset(Schedule s, MemorySegment[] b, int nb) {
+            schedule = s;
+            if (buffers.length < nb) {
+                buffers = new MemorySegment[nb];
+            }
+            Arrays.fill(buffers, null);
+            System.arraycopy(b, 0, buffers, 0, nb);
+            Arrays.fill(views, null);
+        }
     }
 
     /**
@@ -354,13 +382,14 @@ public final class ScheduleExecutor {
         if (viewIndex < 0) {
             return view(buffers, s, e);
         }
-        if (viewIndex >= views.length) {
-            views = Arrays.copyOf(views, 2 * views.length);
+        ViewSet set = views;
+        if (viewIndex >= set.views.length) {
+            set.views = Arrays.copyOf(set.views, 2 * set.views.length);
         }
-        MemorySegment v = views[viewIndex];
+        MemorySegment v = set.views[viewIndex];
         if (v == null) {
             v = view(buffers, s, e);
-            views[viewIndex] = v;
+            set.views[viewIndex] = v;
         }
         viewIndex++;
         return v;
