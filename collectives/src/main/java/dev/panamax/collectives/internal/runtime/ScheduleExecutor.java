@@ -43,8 +43,10 @@ public final class ScheduleExecutor {
      * The transfer views of the last two schedules run, each with its buffers: two, because a pre-multiplied sum
      * runs two schedules per call (its scalars' all-gather, then the sum), which would evict each other from one.
      */
-    private ViewSet views = new ViewSet();
-    private ViewSet olderViews = new ViewSet();
+    private final ViewSet firstViews = new ViewSet();
+    private final ViewSet secondViews = new ViewSet();
+    /** The set of the call in progress (one of the two); the other is the one to empty on a miss. */
+    private ViewSet views = firstViews;
     /** The next slot of {@link #views} while a stage is posted; -1 when views are not kept (concurrent runs). */
     private int viewIndex = -1;
     /** Sees each call's whole buffers before its schedule runs; null for transports that need nothing. */
@@ -173,17 +175,18 @@ public final class ScheduleExecutor {
 
     /**
      * Readies {@link #views} for a run of {@code schedule} on the first {@code nb} {@link #buffers}: the views of one
-     * of the last two calls are kept when it ran the same schedule on the same buffer objects; otherwise the older
-     * set is emptied and reused.
+     * of the last two calls are kept when it ran the same schedule on the same buffer objects; otherwise the set the
+     * last call did not use is emptied and reused. The sets keep their places (no swap), so a loop of one kind of
+     * call takes the same branches every call and the JIT's profile of the warm-up still holds in a timed loop.
      */
     private void keepViewsFor(Schedule schedule, int nb) {
-        if (!views.holds(schedule, buffers, nb)) {
-            ViewSet other = olderViews;
-            olderViews = views;
-            views = other;
-            if (!other.holds(schedule, buffers, nb)) {
-                other.reset(schedule, buffers, nb);
-            }
+        if (firstViews.holds(schedule, buffers, nb)) {
+            views = firstViews;
+        } else if (secondViews.holds(schedule, buffers, nb)) {
+            views = secondViews;
+        } else {
+            views = views == firstViews ? secondViews : firstViews;
+            views.reset(schedule, buffers, nb);
         }
         viewIndex = 0;
     }
