@@ -44,6 +44,20 @@ final class CpuSeparation {
     }
 
     /**
+     * Whether a wait on the first {@code count} of {@code rs} has any pending request over a link that can share
+     * CPUs: a wait on other links (TCP, verbs) skips the checks, whose every call would look at each link for nothing.
+     */
+    static boolean applies(Request[] rs, int count) {
+        for (int i = 0; i < count; i++) {
+            Request r = rs[i];
+            if (r != null && !r.isDone() && r.link().canShareCpu()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
      * A wait on the first {@code count} of {@code rs} has lasted (called on each of its idles from then on, so that
      * what it publishes stays where it runs): publishes this thread's CPU and moves off it when a lower rank it waits
      * for, also waiting, published the same. Returns whether it moved.

@@ -158,6 +158,7 @@ public final class ProgressLoop {
         long start = 0;
         long lastCheck = 0;
         Doorbell doorbell = null;
+        boolean separable = false;
         backoff.reset();
         while (true) {
             boolean progressed = false;
@@ -199,6 +200,7 @@ public final class ProgressLoop {
                 waitingCount = count;
                 waitSince = now;
                 doorbell = commonDoorbell(rs, count);
+                separable = separation != null && CpuSeparation.applies(rs, count);
             } else if (now - lastCheck > LIVENESS_CHECK_NANOS) {
                 lastCheck = now;
                 try {
@@ -217,8 +219,7 @@ public final class ProgressLoop {
             if (spinOnly) {
                 backoff.spin();
             } else {
-                if (separation != null
-                        && (now - start >= CpuSeparation.CHECK_AFTER_NANOS || backoff.inPenalty(now))) {
+                if (separable && (now - start >= CpuSeparation.CHECK_AFTER_NANOS || backoff.inPenalty(now))) {
                     boolean moved;
                     try {
                         moved = separation.check(rs, count, now);

@@ -89,6 +89,11 @@ public abstract class Link implements AutoCloseable {
         return null;
     }
 
+    /** Whether {@link #shareCpu} and {@link #peerCpu} work over this link (the default: no). */
+    public boolean canShareCpu() {
+        return false;
+    }
+
     /**
      * Publishes the CPU this rank's waiting thread runs on ({@code -1}: none, it stopped waiting) where the peer can
      * read it with {@link #peerCpu()}; returns false where the link cannot (the default: ranks on other hosts or in

@@ -10,6 +10,8 @@ import org.junit.jupiter.api.condition.EnabledOnOs;
 import org.junit.jupiter.api.condition.OS;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -24,14 +26,27 @@ class CpuSeparationTest {
     private static final class CpuLink extends Link {
         int peerCpu = -1;
         int shared = -2;
+        /** False for a link to a rank in another host or over TCP. */
+        boolean canShare = true;
+        /** Every CPU this rank published, in order (-1: withdrawn). */
+        final List<Integer> publications = new ArrayList<>();
+        /** A request {@link #doProgress} completes once {@link #completeAtNanos} has passed; null when none. */
+        Request pending;
+        long completeAtNanos;
 
         CpuLink(int peer) {
             super(peer);
         }
 
         @Override
+        public boolean canShareCpu() {
+            return canShare;
+        }
+
+        @Override
         public boolean shareCpu(int cpu) {
             shared = cpu;
+            publications.add(cpu);
             return true;
         }
 
@@ -58,6 +73,9 @@ class CpuSeparationTest {
 
         @Override
         protected void doProgress() {
+            if (pending != null && System.nanoTime() - completeAtNanos >= 0) {
+                pending.complete();
+            }
         }
 
         @Override
@@ -83,6 +101,49 @@ class CpuSeparationTest {
 
     private static Request[] pendingOn(Link link) {
         return new Request[] {new Request.Send(link, MemorySegment.NULL)};
+    }
+
+    @Test
+    void onlyAWaitOnALinkThatCanShareCpusChecks() {
+        CpuLink tcpLike = new CpuLink(0);
+        tcpLike.canShare = false;
+        CpuLink shm = new CpuLink(2);
+        assertFalse(CpuSeparation.applies(pendingOn(tcpLike), 1));
+        assertTrue(CpuSeparation.applies(pendingOn(shm), 1));
+        Request[] both = {pendingOn(tcpLike)[0], pendingOn(shm)[0]};
+        assertTrue(CpuSeparation.applies(both, 2));
+        assertFalse(CpuSeparation.applies(both, 1), "only the first count requests are looked at");
+        both[1].complete();
+        assertFalse(CpuSeparation.applies(both, 2), "a completed request's link is not looked at");
+    }
+
+    /** Rank 1 waits 20 ms through a progress loop for a send to rank 0, which "published" the waiter's own CPU. */
+    private static void waitThroughProgressLoop(CpuLink toRank0) {
+        Request[] rs = pendingOn(toRank0);
+        toRank0.pending = rs[0];
+        toRank0.completeAtNanos = System.nanoTime() + 20_000_000;
+        toRank0.peerCpu = Libc.currentCpu();
+        new ProgressLoop(1, 10_000_000_000L, false, false, new Link[] {toRank0}).awaitAll(rs, 1);
+        assertTrue(rs[0].isDone());
+    }
+
+    @Test
+    void aLongWaitOnSharedMemoryPublishesItsCpuAndWithdrawsIt() {
+        currentCpu(1);
+        CpuLink toRank0 = new CpuLink(0);
+        waitThroughProgressLoop(toRank0);
+        assertTrue(toRank0.publications.size() >= 2 && toRank0.publications.getFirst() >= 0,
+                "published: " + toRank0.publications);
+        assertEquals(-1, toRank0.publications.getLast(), "withdrawn when the wait ended");
+    }
+
+    @Test
+    void aWaitOnLinksThatCannotShareCpusNeverLooksAtThem() {
+        currentCpu(1);
+        CpuLink tcpLike = new CpuLink(0);
+        tcpLike.canShare = false;
+        waitThroughProgressLoop(tcpLike);
+        assertEquals(List.of(), tcpLike.publications);
     }
 
     @Test

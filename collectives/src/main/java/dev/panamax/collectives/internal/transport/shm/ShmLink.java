@@ -147,6 +147,11 @@ public final class ShmLink extends Link {
     }
 
     @Override
+    public boolean canShareCpu() {
+        return true;
+    }
+
+    @Override
     public boolean shareCpu(int cpu) {
         LONG.setOpaque(ownInbox, OWNER_CPU, (long) cpu + 1);
         return true;
