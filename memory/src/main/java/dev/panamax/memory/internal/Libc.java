@@ -163,8 +163,8 @@ public final class Libc {
      * Moves the calling thread off {@code cpu}: restricts its affinity to the CPUs it may use but that one, which
      * makes the kernel migrate it before the call returns, then gives it back all of them (the scheduler leaves a
      * thread where it runs well). Returns false and changes nothing where {@code cpu} is the only CPU allowed, is not
-     * one of them, or the calls are unavailable or fail. {@code masks} is scratch of 2 * {@link #CPU_SET_BYTES}
-     * bytes; nothing is allocated.
+     * one of them, or the calls are unavailable or fail. {@code masks} is the caller's scratch of 2 *
+     * {@link #CPU_SET_BYTES} bytes, so no native memory is allocated per call.
      */
     public static boolean moveOffCpu(int cpu, MemorySegment masks) {
         if (SCHED_GETAFFINITY == null || SCHED_SETAFFINITY == null || !IS_LINUX_64 || cpu < 0

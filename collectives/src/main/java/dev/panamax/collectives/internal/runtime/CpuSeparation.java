@@ -73,7 +73,8 @@ final class CpuSeparation {
                 continue;
             }
             Link link = r.link();
-            if (cpu != published && link.shareCpu(cpu)) {
+            if (cpu != published && link.canShareCpu()) {
+                link.shareCpu(cpu);
                 publishedOn = link;
                 published = cpu;
             }

@@ -96,11 +96,11 @@ public abstract class Link implements AutoCloseable {
 
     /**
      * Publishes the CPU this rank's waiting thread runs on ({@code -1}: none, it stopped waiting) where the peer can
-     * read it with {@link #peerCpu()}; returns false where the link cannot (the default: ranks on other hosts or in
-     * one process). Links of one rank that share the published word may publish through any of them.
+     * read it with {@link #peerCpu()}; does nothing where the link cannot ({@link #canShareCpu()} false: ranks on
+     * other hosts or in one process). Links of one rank that share the published word may publish through any of
+     * them.
      */
-    public boolean shareCpu(int cpu) {
-        return false;
+    public void shareCpu(int cpu) {
     }
 
     /** The CPU the peer last published with {@link #shareCpu}, or -1 (none, or not readable over this link). */

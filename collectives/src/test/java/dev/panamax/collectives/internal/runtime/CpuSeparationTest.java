@@ -44,10 +44,9 @@ class CpuSeparationTest {
         }
 
         @Override
-        public boolean shareCpu(int cpu) {
+        public void shareCpu(int cpu) {
             shared = cpu;
             publications.add(cpu);
-            return true;
         }
 
         @Override

@@ -152,9 +152,8 @@ public final class ShmLink extends Link {
     }
 
     @Override
-    public boolean shareCpu(int cpu) {
+    public void shareCpu(int cpu) {
         LONG.setOpaque(ownInbox, OWNER_CPU, (long) cpu + 1);
-        return true;
     }
 
     @Override
