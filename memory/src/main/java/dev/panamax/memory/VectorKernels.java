@@ -114,8 +114,8 @@ final class VectorKernels {
                 long step = F.vectorByteSize();
                 long end = bytes - bytes % step;
                 float div = divisor;
-                for (long o = off; o < off + end; o += step) {
-                    FloatVector.fromMemorySegment(F, s, o, NATIVE).div(div).intoMemorySegment(s, o, NATIVE);
+                for (long o = 0; o < end; o += step) {
+                    FloatVector.fromMemorySegment(F, s, off + o, NATIVE).div(div).intoMemorySegment(s, off + o, NATIVE);
                 }
                 return end;
             }
@@ -123,8 +123,9 @@ final class VectorKernels {
                 long step = D.vectorByteSize();
                 long end = bytes - bytes % step;
                 double div = divisor;
-                for (long o = off; o < off + end; o += step) {
-                    DoubleVector.fromMemorySegment(D, s, o, NATIVE).div(div).intoMemorySegment(s, o, NATIVE);
+                for (long o = 0; o < end; o += step) {
+                    DoubleVector.fromMemorySegment(D, s, off + o, NATIVE).div(div)
+                            .intoMemorySegment(s, off + o, NATIVE);
                 }
                 return end;
             }
