@@ -25,7 +25,6 @@ class CpuSeparationTest {
     /** A link to {@code peer} that reports the peer's published CPU as told and records what this rank published. */
     private static final class CpuLink extends Link {
         int peerCpu = -1;
-        int shared = -2;
         /** False for a link to a rank in another host or over TCP. */
         boolean canShare = true;
         /** Every CPU this rank published, in order (-1: withdrawn). */
@@ -45,8 +44,12 @@ class CpuSeparationTest {
 
         @Override
         public void shareCpu(int cpu) {
-            shared = cpu;
             publications.add(cpu);
+        }
+
+        /** The CPU published last (-1: withdrawn), or -2 when nothing was. */
+        int shared() {
+            return publications.isEmpty() ? -2 : publications.getLast();
         }
 
         @Override
@@ -156,9 +159,9 @@ class CpuSeparationTest {
         assertTrue(rank1.check(pendingOn(toRank0), 1, System.nanoTime()));
         assertNotEquals(cpu, Libc.currentCpu(), "sched_setaffinity migrates the thread before it returns");
         assertEquals(cpus, Runtime.getRuntime().availableProcessors(), "the thread's CPUs are given back");
-        assertEquals(cpu, toRank0.shared, "published where it ran when it looked");
+        assertEquals(cpu, toRank0.shared(), "published where it ran when it looked");
         rank1.waitEnded();
-        assertEquals(-1, toRank0.shared, "withdrawn when the wait ends");
+        assertEquals(-1, toRank0.shared(), "withdrawn when the wait ends");
     }
 
     @Test
@@ -169,7 +172,7 @@ class CpuSeparationTest {
         CpuSeparation rank0 = new CpuSeparation(0);
 
         assertFalse(rank0.check(pendingOn(toRank1), 1, System.nanoTime()));
-        assertEquals(cpu, toRank1.shared);
+        assertEquals(cpu, toRank1.shared());
     }
 
     @Test
@@ -192,7 +195,7 @@ class CpuSeparationTest {
         done[0].complete();
 
         assertFalse(new CpuSeparation(1).check(done, 1, System.nanoTime()));
-        assertEquals(-2, toRank0.shared, "nothing published for a wait on nothing");
+        assertEquals(-2, toRank0.shared(), "nothing published for a wait on nothing");
     }
 
     @Test
