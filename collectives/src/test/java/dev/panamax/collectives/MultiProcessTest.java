@@ -152,8 +152,19 @@ class MultiProcessTest {
      * {@code connectSeconds}; every other rank must fail naming it within the timeout plus 3 s.
      */
     static void killedRank(String transport, double timeoutSeconds, int connectSeconds) throws Exception {
+        killedRank(transport, timeoutSeconds, connectSeconds, 262144);
+    }
+
+    /** Ranks sharing memory wait for each other's windows in all-reduces this small, not for messages. */
+    @Test
+    void aKilledRankFailsEveryOtherRankInSmallAllReducesOverSharedWindows() throws Exception {
+        killedRank("shm", 5, 60, 2);
+    }
+
+    /** As {@link #killedRank(String, double, int)}, the ranks all-reducing {@code count} floats per call. */
+    static void killedRank(String transport, double timeoutSeconds, int connectSeconds, long count) throws Exception {
         Set<String> before = shmEntries();
-        List<Rank> ranks = launch(4, transport, "1000000", "262144", Double.toString(timeoutSeconds));
+        List<Rank> ranks = launch(4, transport, "100000000", Long.toString(count), Double.toString(timeoutSeconds));
         try {
             // Wait until rank 2 is inside its all-reduce loop, then kill it without warning.
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(connectSeconds);

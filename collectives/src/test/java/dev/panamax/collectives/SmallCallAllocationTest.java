@@ -38,14 +38,29 @@ class SmallCallAllocationTest {
         SUM, AVERAGE, PRE_MULTIPLIED_SUM
     }
 
-    /** 2 floats fold in the scalar loop; 16 and 256 go through the vector kernels as well. */
-    @ParameterizedTest(name = "{1} of {0} floats")
-    @CsvSource({"2, SUM", "16, SUM", "256, SUM", "2, AVERAGE", "16, AVERAGE", "256, AVERAGE",
-        "2, PRE_MULTIPLIED_SUM", "16, PRE_MULTIPLIED_SUM", "256, PRE_MULTIPLIED_SUM"})
-    void aLoopOfSmallAllReducesOnSharedMemoryAllocatesAlmostNothing(int count, Call kind) throws Exception {
+    /**
+     * 2 floats fold in the scalar loop; 16 and 256 go through the vector kernels as well. Each over the ranks' shared
+     * windows (the default at these sizes) and, with the windows off, through the schedules.
+     */
+    @ParameterizedTest(name = "{1} of {0} floats, windows {2}")
+    @CsvSource({"2, SUM, true", "16, SUM, true", "256, SUM, true", "2, AVERAGE, true", "16, AVERAGE, true",
+        "256, AVERAGE, true", "2, PRE_MULTIPLIED_SUM, true", "16, PRE_MULTIPLIED_SUM, true",
+        "256, PRE_MULTIPLIED_SUM, true", "2, SUM, false", "16, SUM, false", "256, SUM, false", "2, AVERAGE, false",
+        "16, AVERAGE, false", "256, AVERAGE, false", "2, PRE_MULTIPLIED_SUM, false", "16, PRE_MULTIPLIED_SUM, false",
+        "256, PRE_MULTIPLIED_SUM, false"})
+    void aLoopOfSmallAllReducesOnSharedMemoryAllocatesAlmostNothing(int count, Call kind, boolean windows)
+            throws Exception {
         ThreadMXBean threads = (ThreadMXBean) ManagementFactory.getThreadMXBean();
         assertTrue(threads.isThreadAllocatedMemorySupported());
-        List<Communicator> comms = Ranks.Transport.SHM.open(2);
+        List<Communicator> comms;
+        if (!windows) {
+            System.setProperty("panamax.shm.windowBytes", "0");
+        }
+        try {
+            comms = Ranks.Transport.SHM.open(2);
+        } finally {
+            System.clearProperty("panamax.shm.windowBytes");
+        }
         long[] bytesPerCall = new long[2];
         try {
             RankThreads.run(comms, c -> {

@@ -138,6 +138,13 @@ public final class Settings {
     public static final Knob REDUCE_BYTES_PER_SECOND = knob(null, "panamax.model.reduceBytesPerSecond", "1e10",
             "the reduction speed the planner's cost model assumes, in bytes per second");
 
+    // ---- the shared-memory transport ------------------------------------------------------------
+
+    public static final Knob SHM_WINDOW_BYTES = knob("PANAMAX_SHM_WINDOW_BYTES", "panamax.shm.windowBytes", "4096",
+            "all-reduces of up to this many bytes between ranks that all share memory run one-shot: each rank writes "
+                    + "its input into a window of shared memory and folds everyone's, one synchronisation per call "
+                    + "(0 to 4096; 0: never); the ranks use the smallest of their values");
+
     // ---- the TCP transport ----------------------------------------------------------------------
 
     public static final Knob TCP_DATA_CONNECTIONS = knob("PANAMAX_TCP_DATA_CONNECTIONS",

@@ -25,7 +25,7 @@ import javax.management.ReflectionException;
  * The JMX view of one communicator, {@code dev.panamax:type=Communicator,rank=R,id=N} (N unique in
  * the JVM, so split communicators get their own), registered when the communicator is created and
  * unregistered when it is closed. Read-only attributes: {@code Rank}, {@code Size}, {@code Id},
- * {@code Transports}, {@code TimeoutSeconds}, {@code Closed}, {@code InFlight} (the collective
+ * {@code Transports}, {@code TimeoutSeconds}, {@code WindowBytes}, {@code Closed}, {@code InFlight} (the collective
  * in progress, its algorithm and stage, and the requests it has been waiting on and for how long;
  * empty when idle), and how its waits idled: {@code SpinNanos} (of the latest wait), {@code IdleWaits},
  * {@code WaitsServedSpinning}, {@code Spins}, {@code Yields}, {@code Parks}, {@code Sleeps}, {@code SleepsWoken},
@@ -50,6 +50,10 @@ public final class CommunicatorMBean implements DynamicMBean {
                     attribute("Transports", "java.lang.String",
                             "the transports to the peers (self, local, shm, tcp, ...), comma-separated"),
                     attribute("TimeoutSeconds", "double", "the timeout of every wait inside a collective"),
+                    attribute("WindowBytes", "long",
+                            "the largest all-reduce, in bytes per rank, that runs one-shot over the ranks' shared "
+                                    + "memory windows (0: none run so: a split communicator, or a peer over another "
+                                    + "transport)"),
                     attribute("Closed", "boolean", "whether the communicator has been closed"),
                     attribute("InFlight", "java.lang.String",
                             "the collective in progress with its algorithm and stage, and the requests waited on and "
@@ -81,26 +85,28 @@ public final class CommunicatorMBean implements DynamicMBean {
     private final Supplier<String> inFlight;
     private final Supplier<Counts> waits;
     private final long id;
+    private final long windowBytes;
     private final BooleanSupplier closed;
     private ObjectName name;
 
     private CommunicatorMBean(Communicator comm, Supplier<String> inFlight, Supplier<Counts> waits, long id,
-            BooleanSupplier closed) {
+            long windowBytes, BooleanSupplier closed) {
         this.comm = comm;
         this.inFlight = inFlight;
         this.waits = waits;
         this.id = id;
+        this.windowBytes = windowBytes;
         this.closed = closed;
     }
 
     /** Registers the bean of {@code comm} with the platform MBean server; null when turned off or when it fails
      * (logged). */
     public static CommunicatorMBean register(Communicator comm, Supplier<String> inFlight, Supplier<Counts> waits,
-            long id, BooleanSupplier closed) {
+            long id, long windowBytes, BooleanSupplier closed) {
         if (!ENABLED) {
             return null;
         }
-        CommunicatorMBean bean = new CommunicatorMBean(comm, inFlight, waits, id, closed);
+        CommunicatorMBean bean = new CommunicatorMBean(comm, inFlight, waits, id, windowBytes, closed);
         try {
             ObjectName n = objectName(comm.rank(), id);
             ManagementFactory.getPlatformMBeanServer().registerMBean(bean, n);
@@ -153,6 +159,7 @@ public final class CommunicatorMBean implements DynamicMBean {
             case "Id" -> id;
             case "Transports" -> transports();
             case "TimeoutSeconds" -> comm.timeoutNanos() / 1e9;
+            case "WindowBytes" -> windowBytes;
             case "Closed" -> closed.getAsBoolean();
             case "InFlight" -> inFlight.get();
             case "SpinNanos" -> waits.get().spinNanos();

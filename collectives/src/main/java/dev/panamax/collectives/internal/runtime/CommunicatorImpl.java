@@ -68,6 +68,8 @@ public final class CommunicatorImpl implements Communicator {
     private final int localRanks;
     private final ArgumentChecks checks;
     private final PlanCache plans;
+    /** Small all-reduces in one synchronisation where every peer shares memory with this rank; null otherwise. */
+    private final WindowAllReduce window;
     /** What a call leaves to run after unlocking, made once: a closure per call would allocate on every call. */
     private final Runnable closeLinksOnRevoke = this::closeLinksAfterRevoke;
     private final Runnable closeRoot = () -> root().close();
@@ -147,7 +149,10 @@ public final class CommunicatorImpl implements Communicator {
         this.variableBlocks = new VariableBlocks(this, variableScratch);
         this.id = CommunicatorMBean.nextId();
         this.executor = new ScheduleExecutor(links, loop, scratch, id, registrar);
-        this.mbean = CommunicatorMBean.register(this, loop::inFlight, loop::waits, id, () -> closed);
+        // Not for split communicators: their links are the parent's, whose windows number the parent's calls.
+        this.window = parent == null ? WindowAllReduce.over(rank, links, id) : null;
+        this.mbean = CommunicatorMBean.register(this, loop::inFlight, loop::waits, id,
+                window == null ? 0 : window.capacityBytes(), () -> closed);
     }
 
     @Override
@@ -176,7 +181,11 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
         checks.allReduce(send, recv, count, type, op);
-        runReductionInIssueOrder(Collective.ALL_REDUCE, count, type, op, 0, send, recv);
+        if (usesWindow(count, type)) {
+            runInIssueOrder(null, null, send, recv, count, type, op, false, 0);
+        } else {
+            runReductionInIssueOrder(Collective.ALL_REDUCE, count, type, op, 0, send, recv);
+        }
     }
 
     @Override
@@ -199,8 +208,12 @@ public final class CommunicatorImpl implements Communicator {
     public void allReducePreMulSum(MemorySegment send, MemorySegment recv, long count, DataType type, double scalar) {
         ArgumentChecks.preMulSum("allReducePreMulSum", type);
         checks.allReduce(send, recv, count, type, ReduceOp.SUM);
-        runInIssueOrder(null, plans.preMulPlan(Collective.ALL_REDUCE, count, type, 0), send, recv, type, ReduceOp.SUM,
-                scalar);
+        if (usesWindow(count, type)) {
+            runInIssueOrder(null, null, send, recv, count, type, ReduceOp.SUM, true, scalar);
+        } else {
+            runInIssueOrder(null, plans.preMulPlan(Collective.ALL_REDUCE, count, type, 0), send, recv, type,
+                    ReduceOp.SUM, scalar);
+        }
     }
 
     @Override
@@ -352,8 +365,12 @@ public final class CommunicatorImpl implements Communicator {
     public CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type,
             ReduceOp op) {
         checks.allReduce(send, recv, count, type, op);
-        return runOnWorker(reduction(Collective.ALL_REDUCE, count, type, op, 0, Segments.unscoped(send),
-                Segments.unscoped(recv)));
+        MemorySegment sd = Segments.unscoped(send);
+        MemorySegment rv = Segments.unscoped(recv);
+        if (usesWindow(count, type)) {
+            return runOnWorker(() -> window.run(loop, sd, rv, count, type, op, false, 0));
+        }
+        return runOnWorker(reduction(Collective.ALL_REDUCE, count, type, op, 0, sd, rv));
     }
 
     @Override
@@ -445,7 +462,7 @@ public final class CommunicatorImpl implements Communicator {
      * sum, then divide the block each rank owns: for bfloat16 that is cheaper than scaling in its vector kernels
      * (measured 1.5-2x, docs/results/numerics.md).
      */
-    private static boolean averagesByScaling(DataType type, ReduceOp op) {
+    static boolean averagesByScaling(DataType type, ReduceOp op) {
         return op == ReduceOp.AVG && type.isFloatingPoint() && type != DataType.BFLOAT16;
     }
 
@@ -461,6 +478,16 @@ public final class CommunicatorImpl implements Communicator {
         }
         Schedule s = plans.plan(collective, count, type, root);
         return () -> runSchedule(s, send, recv, type, op);
+    }
+
+    /**
+     * Whether an all-reduce of {@code count} elements of {@code type} runs over the {@link #window}: where every peer
+     * shares one, the call fits it, the planner chooses (no algorithm selected) and calls are not validated (the
+     * validation exchanges a schedule's description). Every rank answers alike for the same call.
+     */
+    private boolean usesWindow(long count, DataType type) {
+        return window != null && window.fits(count, type) && validator == null
+                && Algorithms.AUTO.equals(plans.algorithm(Collective.ALL_REDUCE));
     }
 
     /** As {@code runInIssueOrder(reduction(...))}, without a closure. */
@@ -869,19 +896,28 @@ public final class CommunicatorImpl implements Communicator {
         runInIssueOrder(s, null, send, recv, type, op, 0);
     }
 
-    /**
-     * As {@link #runInIssueOrder} for a plain schedule ({@code s}), an average by scaling or a pre-multiplied sum
-     * ({@code p}, {@code op} AVG or SUM), with the steps of {@link #runLocked} and {@link #runOrBreakLinks} written
-     * out: a closure per call would be the only allocation of a repeated small collective.
-     */
     private void runInIssueOrder(Schedule s, PreMulPlan p, MemorySegment send, MemorySegment recv, DataType type,
             ReduceOp op, double scalar) {
+        runInIssueOrder(s, p, send, recv, 0, type, op, false, scalar);
+    }
+
+    /**
+     * As {@link #runInIssueOrder} for a plain schedule ({@code s}), an average by scaling or a pre-multiplied sum
+     * ({@code p}, {@code op} AVG or SUM), or, with neither, an all-reduce of {@code count} elements over the
+     * {@link #window} ({@code preMultiplied}: a pre-multiplied sum), with the steps of {@link #runLocked} and
+     * {@link #runOrBreakLinks} written out: a closure per call would be the only allocation of a repeated small
+     * collective.
+     */
+    private void runInIssueOrder(Schedule s, PreMulPlan p, MemorySegment send, MemorySegment recv, long count,
+            DataType type, ReduceOp op, boolean preMultiplied, double scalar) {
         awaitEarlierAsync();
         family.lock();
         try {
             ensureOpen();
             try {
-                if (p == null) {
+                if (s == null && p == null) {
+                    window.run(loop, send, recv, count, type, op, preMultiplied, scalar);
+                } else if (p == null) {
                     runSchedule(s, send, recv, type, op);
                 } else if (op == ReduceOp.AVG) {
                     runAverage(p, send, recv, type);

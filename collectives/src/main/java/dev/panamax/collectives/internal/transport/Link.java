@@ -89,6 +89,26 @@ public abstract class Link implements AutoCloseable {
         return null;
     }
 
+    /**
+     * This rank's {@link SharedWindow} region, which the peer can read, or null where the transport has none (the
+     * default). Links of one rank that share a window return views of the same memory.
+     */
+    public MemorySegment ownWindow() {
+        return null;
+    }
+
+    /** The peer's {@link SharedWindow} region as mapped here, or null where the transport has none (the default). */
+    public MemorySegment peerWindow() {
+        return null;
+    }
+
+    /**
+     * Wakes the peer if it sleeps on its {@link #doorbell()}: called after a write into {@link #ownWindow()} that the
+     * peer may be waiting for. Does nothing by default.
+     */
+    public void wakePeer() {
+    }
+
     /** Whether {@link #shareCpu} and {@link #peerCpu} work over this link (the default: no). */
     public boolean canShareCpu() {
         return false;

@@ -2,8 +2,6 @@ package dev.panamax.collectives.internal.runtime;
 
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
-import dev.panamax.memory.DataType;
-import dev.panamax.memory.ReduceOp;
 import dev.panamax.memory.internal.Libc;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledOnOs;
@@ -23,7 +21,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 @EnabledOnOs(OS.LINUX)
 class CpuSeparationTest {
     /** A link to {@code peer} that reports the peer's published CPU as told and records what this rank published. */
-    private static final class CpuLink extends Link {
+    private static final class CpuLink extends TestLink {
         int peerCpu = -1;
         /** False for a link to a rank in another host or over TCP. */
         boolean canShare = true;
@@ -58,38 +56,10 @@ class CpuSeparationTest {
         }
 
         @Override
-        public String kind() {
-            return "test";
-        }
-
-        @Override
-        public Request send(MemorySegment src) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
-                DataType type, ReduceOp op) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
         protected void doProgress() {
             if (pending != null && System.nanoTime() - completeAtNanos >= 0) {
                 pending.complete();
             }
-        }
-
-        @Override
-        protected void doCheckPeer() {
-        }
-
-        @Override
-        protected void signalClose() {
-        }
-
-        @Override
-        protected void release() {
         }
     }
 

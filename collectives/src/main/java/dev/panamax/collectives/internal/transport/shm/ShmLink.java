@@ -4,6 +4,7 @@ import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
+import dev.panamax.collectives.internal.transport.SharedWindow;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import dev.panamax.memory.SharedMemory;
@@ -38,7 +39,8 @@ import java.util.Map;
  * after spinning sleeps on it, and every write into a channel (a published slot, a consumed one) rings the
  * other side's doorbell after the store, so the write itself wakes the waiter. Beside it, in a cache line of its own,
  * the CPU the owner's waiting thread runs on while a wait lasts ({@link #shareCpu}), which a peer reads to tell
- * whether the two take turns on one CPU.
+ * whether the two take turns on one CPU. Then the owner's {@link SharedWindow}, which the peers read for one-shot
+ * reductions.
  */
 public final class ShmLink extends Link {
     static final int SLOTS = 8;
@@ -57,11 +59,13 @@ public final class ShmLink extends Link {
     private static final long DESCRIPTOR_BYTES = 64;
     private static final long DATA = 4096;
     public static final long BLOCK_BYTES = DATA + SLOTS * SLOT_BYTES;
-    /** The inbox header before the channel blocks: the owner's doorbell in its own cache line. */
-    private static final long INBOX_HEADER_BYTES = 4096;
+    /** The inbox header before the channel blocks: the owner's doorbell, its CPU and its shared window. */
+    private static final long INBOX_HEADER_BYTES = 16384;
     private static final long DOORBELL = 0;
     /** The owner's CPU + 1 while a wait of its thread lasts (0: none), in its own cache line (see shareCpu). */
     private static final long OWNER_CPU = 64;
+    /** The owner's {@link SharedWindow}. */
+    private static final long WINDOW = 4096;
 
     // descriptor fields (one cache line per slot)
     private static final long D_SEQUENCE = 0;     // slot's sequence number + 1, written last
@@ -95,6 +99,8 @@ public final class ShmLink extends Link {
     /** The doorbell of the peer's inbox: rung after each write the peer may be waiting for. */
     private final Doorbell peerDoorbell;
     private final ShmAllocator allocator;
+    private final MemorySegment ownWindow;
+    private final MemorySegment peerWindow;
     private final ArrayDeque<SendReq> sends = new ArrayDeque<>();
     private final ArrayDeque<SendReq> awaitingConsumption = new ArrayDeque<>();
     private final ArrayDeque<Request.Receive> recvs = new ArrayDeque<>();
@@ -123,12 +129,19 @@ public final class ShmLink extends Link {
         this.peerDoorbell = doorbellOf(peerInbox.segment());
         this.peerInbox = peerInbox;
         this.allocator = allocator;
+        this.ownWindow = windowOf(ownInbox);
+        this.peerWindow = windowOf(peerInbox.segment());
         // Channels are fresh (zeroed) memory: sequence numbers start at 0 on both sides.
     }
 
     /** The byte size of an inbox for a communicator of {@code size} ranks. */
     static long inboxBytes(int size) {
         return INBOX_HEADER_BYTES + size * BLOCK_BYTES;
+    }
+
+    /** The {@link SharedWindow} region of {@code inbox}. */
+    static MemorySegment windowOf(MemorySegment inbox) {
+        return inbox.asSlice(WINDOW, SharedWindow.BYTES);
     }
 
     /** A doorbell object over the doorbell word of {@code inbox}. */
@@ -144,6 +157,21 @@ public final class ShmLink extends Link {
     @Override
     public Doorbell doorbell() {
         return Doorbell.isSupported() ? ownDoorbell : null;
+    }
+
+    @Override
+    public MemorySegment ownWindow() {
+        return ownWindow;
+    }
+
+    @Override
+    public MemorySegment peerWindow() {
+        return peerWindow;
+    }
+
+    @Override
+    public void wakePeer() {
+        peerDoorbell.ring();
     }
 
     @Override

@@ -1,9 +1,11 @@
 package dev.panamax.collectives.internal.transport.shm;
 
 import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.collectives.internal.config.Settings;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.PeerInfo;
 import dev.panamax.collectives.internal.transport.Rendezvous;
+import dev.panamax.collectives.internal.transport.SharedWindow;
 import dev.panamax.collectives.internal.transport.Transport;
 import dev.panamax.memory.SharedMemory;
 import dev.panamax.memory.concurrent.Doorbell;
@@ -39,6 +41,9 @@ public final class ShmTransport implements Transport {
         SharedMemory.Region inbox = SharedMemory.create("inbox-" + rank, ShmLink.inboxBytes(rendezvous.size()));
         try {
             Doorbell doorbell = ShmLink.doorbellOf(inbox.segment());
+            // Before the inbox is published: peers read the window's capacity as soon as they map it.
+            SharedWindow.initialize(ShmLink.windowOf(inbox.segment()),
+                    Settings.SHM_WINDOW_BYTES.intValue(0, (int) SharedWindow.MAX_CAPACITY_BYTES, "a byte count"));
             rendezvous.publish(name(), inbox.handle().encode());
             for (PeerInfo p : peers) {
                 SharedMemory.Handle handle = SharedMemory.Handle.decode(rendezvous.lookup(name(), p.rank()));

@@ -1,0 +1,106 @@
+package dev.panamax.collectives.internal.transport;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * One rank's window for one-shot reductions: a small region of shared memory that its owner writes and every other
+ * rank of the host reads (the shared-memory transport keeps it in the header of the rank's inbox, {@link
+ * Link#ownWindow()}). A small all-reduce then needs one synchronisation: every rank writes its input into its own
+ * window and publishes the call's sequence number; every rank waits until every window shows that number and folds
+ * the windows' inputs in rank order.
+ *
+ * <p>Layout: the sequence number of the last call published (release-stored after its block) and the capacity in
+ * bytes (written once, before the owner publishes the region to its peers), in a cache line; then two blocks, one for
+ * odd and one for even calls. Two, so that a rank can publish call k+1 while a slower rank still reads its call k; no
+ * more are needed, since a rank publishes k+1 only after it saw every window at k, that is after every rank had
+ * finished reading call k-1's block. A block holds the call's byte count, a code of its type and operation and the
+ * scalar of a pre-multiplied sum in its first cache line, then the data.
+ */
+public final class SharedWindow {
+    /** The most bytes a window can carry per call. */
+    public static final long MAX_CAPACITY_BYTES = 4096;
+    private static final long LINE = 64;
+    private static final long BLOCK_BYTES = LINE + MAX_CAPACITY_BYTES;
+    /** The bytes of a window region. */
+    public static final long BYTES = LINE + 2 * BLOCK_BYTES;
+
+    private static final long SEQUENCE = 0;
+    private static final long CAPACITY = 8;
+    private static final long B_BYTES = 0;
+    private static final long B_CODE = 8;
+    private static final long B_SCALAR = 16;
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    private final MemorySegment region;
+
+    /** A window over {@code region} ({@link #BYTES} long, zeroed or {@link #initialize}d by its owner). */
+    public SharedWindow(MemorySegment region) {
+        if (region.byteSize() < BYTES) {
+            throw new IllegalArgumentException("a shared window needs " + BYTES + " bytes, got " + region.byteSize());
+        }
+        this.region = region.asSlice(0, BYTES);
+    }
+
+    /** Owner, before peers can see the region: the most bytes per call it accepts (0: none). */
+    public static void initialize(MemorySegment region, long capacityBytes) {
+        if (capacityBytes < 0 || capacityBytes > MAX_CAPACITY_BYTES) {
+            throw new IllegalArgumentException("a shared window carries 0 to " + MAX_CAPACITY_BYTES
+                    + " bytes per call, not " + capacityBytes);
+        }
+        region.set(ValueLayout.JAVA_LONG, CAPACITY, capacityBytes);
+    }
+
+    /** The region, to read the data at {@link #dataOffset}. */
+    public MemorySegment segment() {
+        return region;
+    }
+
+    /** The most bytes per call the owner accepts. */
+    public long capacityBytes() {
+        return region.get(ValueLayout.JAVA_LONG, CAPACITY);
+    }
+
+    /** The last call the owner published (acquire: its block is visible once this is read). */
+    public long sequence() {
+        return (long) LONG.getAcquire(region, SEQUENCE);
+    }
+
+    /**
+     * Owner: writes call {@code sequence}'s input ({@code bytes} of {@code src}), its code and scalar into the call's
+     * block, then publishes the sequence number.
+     */
+    public void publish(long sequence, MemorySegment src, long bytes, long code, double scalar) {
+        long block = block(sequence);
+        region.set(ValueLayout.JAVA_LONG, block + B_BYTES, bytes);
+        region.set(ValueLayout.JAVA_LONG, block + B_CODE, code);
+        region.set(ValueLayout.JAVA_DOUBLE, block + B_SCALAR, scalar);
+        MemorySegment.copy(src, 0, region, block + LINE, bytes);
+        LONG.setRelease(region, SEQUENCE, sequence);
+    }
+
+    /** Where call {@code sequence}'s data lies in {@link #segment()}. */
+    public long dataOffset(long sequence) {
+        return block(sequence) + LINE;
+    }
+
+    /** The byte count call {@code sequence} was published with. */
+    public long byteCount(long sequence) {
+        return region.get(ValueLayout.JAVA_LONG, block(sequence) + B_BYTES);
+    }
+
+    /** The code call {@code sequence} was published with. */
+    public long code(long sequence) {
+        return region.get(ValueLayout.JAVA_LONG, block(sequence) + B_CODE);
+    }
+
+    /** The scalar call {@code sequence} was published with. */
+    public double scalar(long sequence) {
+        return region.get(ValueLayout.JAVA_DOUBLE, block(sequence) + B_SCALAR);
+    }
+
+    private static long block(long sequence) {
+        return LINE + (sequence & 1) * BLOCK_BYTES;
+    }
+}
