@@ -131,7 +131,7 @@ final class WindowAllReduce {
                             + " (mismatched counts, types or operations across ranks)");
                 }
             }
-            fold(recv, count, type, op, preMultiplied, k);
+            fold(send, recv, count, type, op, preMultiplied, k);
         } catch (RuntimeException | Error t) {
             failure = t;
             throw t;
@@ -141,30 +141,43 @@ final class WindowAllReduce {
         }
     }
 
-    private void fold(MemorySegment recv, long count, DataType type, ReduceOp op, boolean preMultiplied, long k) {
-        SharedWindow w0 = windows[0];
-        SharedWindow w1 = windows[1];
+    private void fold(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op,
+            boolean preMultiplied, long k) {
+        // This rank's input is read where the caller left it rather than from its copy in the window, except in
+        // place from rank 2 on, where the fold has overwritten it before its turn comes.
+        boolean ownFromSend = rank < 2 || send.address() != recv.address();
+        MemorySegment s0 = source(0, send, ownFromSend);
+        MemorySegment s1 = source(1, send, ownFromSend);
+        long o0 = offset(0, k, ownFromSend);
+        long o1 = offset(1, k, ownFromSend);
         if (preMultiplied || (op == ReduceOp.AVG && CommunicatorImpl.averagesByScaling(type, op))) {
             double average = 1.0 / size;
-            Reductions.scaledSum(type, recv, 0, w0.segment(), w0.dataOffset(k), preMultiplied ? w0.scalar(k) : average,
-                    w1.segment(), w1.dataOffset(k), preMultiplied ? w1.scalar(k) : average, count);
+            Reductions.scaledSum(type, recv, 0, s0, o0, preMultiplied ? windows[0].scalar(k) : average, s1, o1,
+                    preMultiplied ? windows[1].scalar(k) : average, count);
             for (int q = 2; q < size; q++) {
-                SharedWindow w = windows[q];
-                Reductions.scaledSum(type, recv, 0, recv, 0, 1, w.segment(), w.dataOffset(k),
-                        preMultiplied ? w.scalar(k) : average, count);
+                Reductions.scaledSum(type, recv, 0, recv, 0, 1, source(q, send, ownFromSend),
+                        offset(q, k, ownFromSend), preMultiplied ? windows[q].scalar(k) : average, count);
             }
             return;
         }
         ReduceOp folding = op == ReduceOp.AVG ? ReduceOp.SUM : op;
-        Reductions.reduce(type, folding, recv, 0, w0.segment(), w0.dataOffset(k), w1.segment(), w1.dataOffset(k),
-                count);
+        Reductions.reduce(type, folding, recv, 0, s0, o0, s1, o1, count);
         for (int q = 2; q < size; q++) {
-            SharedWindow w = windows[q];
-            Reductions.reduce(type, folding, recv, 0, recv, 0, w.segment(), w.dataOffset(k), count);
+            Reductions.reduce(type, folding, recv, 0, recv, 0, source(q, send, ownFromSend),
+                    offset(q, k, ownFromSend), count);
         }
         if (op == ReduceOp.AVG) {
             Reductions.divide(type, recv, 0, count, size);
         }
+    }
+
+    /** Where rank q's input lies: its window, or this rank's send buffer ({@link #offset} says where in it). */
+    private MemorySegment source(int q, MemorySegment send, boolean ownFromSend) {
+        return q == rank && ownFromSend ? send : windows[q].segment();
+    }
+
+    private long offset(int q, long k, boolean ownFromSend) {
+        return q == rank && ownFromSend ? 0 : windows[q].dataOffset(k);
     }
 
     /** What a call publishes beside its data, so that readers can tell calls apart. */

@@ -227,6 +227,25 @@ class WindowAllReduceTest {
     }
 
     @Test
+    void inPlaceEveryRankFoldsTheSameInputs() {
+        // Rank 2 of 3 folds ranks 0 and 1 into its buffer before its own input's turn: it must read its window copy.
+        for (int rank = 0; rank < 3; rank++) {
+            MemorySegment[] regions = regions(1024, 1024, 1024);
+            WindowAllReduce w = WindowAllReduce.over(rank, linksOf(rank, regions), 1);
+            for (int q = 0; q < 3; q++) {
+                if (q != rank) {
+                    publish(regions[q], 1, floats(FLOATS[q]), DataType.FLOAT32, ReduceOp.SUM, false, 0);
+                }
+            }
+            MemorySegment buffer = floats(FLOATS[rank]);
+            w.run(loop(TIMEOUT_NANOS), buffer, buffer, 2, DataType.FLOAT32, ReduceOp.SUM, false, 0);
+            for (int i = 0; i < 2; i++) {
+                assertEquals(FLOATS[0][i] + FLOATS[1][i] + FLOATS[2][i], floatsOf(buffer, 2)[i], "rank " + rank);
+            }
+        }
+    }
+
+    @Test
     void publishingWakesEveryPeer() {
         MemorySegment[] regions = regions(1024, 1024, 1024);
         Link[] links = linksOf(0, regions);
