@@ -100,8 +100,8 @@ final class WindowAllReduce {
     /**
      * {@code recv = send[0] op ... op send[n-1]}, by rank; {@code op} AVG averages as the schedules do (floating types
      * but bfloat16 scale each input by 1/n as it enters the sum; bfloat16 and integers sum, then divide).
-     * {@code scalars}: a pre-multiplied sum, each rank's input multiplied by the scalar it published ({@code scalar}
-     * is this rank's; {@code op} SUM).
+     * {@code preMultiplied}: a pre-multiplied sum, each rank's input multiplied by the scalar it published
+     * ({@code scalar} is this rank's; {@code op} SUM).
      */
     void run(ProgressLoop loop, MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op,
             boolean preMultiplied, double scalar) {
@@ -132,6 +132,12 @@ final class WindowAllReduce {
                 }
             }
             fold(send, recv, count, type, op, preMultiplied, k);
+        } catch (IllegalStateException e) {
+            // Memory closed under the call: a peer's window, unmapped as an abort closed the links from another
+            // thread, or the caller's buffer.
+            failure = new CollectiveException("rank " + rank + ": all-reduce(window): memory it read was closed "
+                    + "during the call (the links, by an abort, or the caller's buffer)", e);
+            throw (CollectiveException) failure;
         } catch (RuntimeException | Error t) {
             failure = t;
             throw t;

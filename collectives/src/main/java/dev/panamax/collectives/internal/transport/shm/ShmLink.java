@@ -171,7 +171,11 @@ public final class ShmLink extends Link {
 
     @Override
     public void wakePeer() {
-        peerDoorbell.ring();
+        try {
+            peerDoorbell.ring();
+        } catch (IllegalStateException closed) {
+            // The link was closed and its mapping released (an abort): the wait that follows fails with the abort.
+        }
     }
 
     @Override
