@@ -11,6 +11,7 @@ import dev.panamax.memory.ReduceOp;
 import dev.panamax.memory.Reductions;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Locale;
 
 /**
  * Small all-reduces in one synchronisation over the ranks' {@link SharedWindow}s, where every peer shares memory with
@@ -156,7 +157,7 @@ final class WindowAllReduce {
         MemorySegment s1 = source(1, send, ownFromSend);
         long o0 = offset(0, k, ownFromSend);
         long o1 = offset(1, k, ownFromSend);
-        if (preMultiplied || (op == ReduceOp.AVG && CommunicatorImpl.averagesByScaling(type, op))) {
+        if (preMultiplied || CommunicatorImpl.averagesByScaling(type, op)) {
             double average = 1.0 / size;
             Reductions.scaledSum(type, recv, 0, s0, o0, preMultiplied ? windows[0].scalar(k) : average, s1, o1,
                     preMultiplied ? windows[1].scalar(k) : average, count);
@@ -166,10 +167,10 @@ final class WindowAllReduce {
             }
             return;
         }
-        ReduceOp folding = op == ReduceOp.AVG ? ReduceOp.SUM : op;
-        Reductions.reduce(type, folding, recv, 0, s0, o0, s1, o1, count);
+        // The kernels reduce AVG as SUM; the division follows.
+        Reductions.reduce(type, op, recv, 0, s0, o0, s1, o1, count);
         for (int q = 2; q < size; q++) {
-            Reductions.reduce(type, folding, recv, 0, recv, 0, source(q, send, ownFromSend),
+            Reductions.reduce(type, op, recv, 0, recv, 0, source(q, send, ownFromSend),
                     offset(q, k, ownFromSend), count);
         }
         if (op == ReduceOp.AVG) {
@@ -197,7 +198,8 @@ final class WindowAllReduce {
         int t = (int) (code >>> 16);
         int o = (int) ((code >>> 1) & 0x7fff);
         String type = t < types.length ? types[t].canonicalName() : "type " + t;
-        String op = (code & 1) != 0 ? "pre-multiplied sum" : o < ops.length ? ops[o].name().toLowerCase() : "op " + o;
+        String op = (code & 1) != 0 ? "pre-multiplied sum"
+                : o < ops.length ? ops[o].name().toLowerCase(Locale.ROOT) : "op " + o;
         return "an all-reduce of " + bytes + " bytes of " + type + " (" + op + ")";
     }
 
