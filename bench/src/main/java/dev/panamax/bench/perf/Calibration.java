@@ -93,6 +93,9 @@ final class Calibration {
             for (int i = 0; i < jit; i++) {
                 comm.allReduce(a, b, 2, DataType.FLOAT32, ReduceOp.SUM);
             }
+            if (jit > 0) {
+                JitActivity.awaitQuiet(comm, stat); // as the sweep: a compiler thread at work takes a rank's CPU
+            }
             comm.barrier();
 
             double[][] pp = new double[peers.length][sizes.size()];

@@ -1,11 +1,18 @@
 package dev.panamax.bench.perf;
 
+import dev.panamax.collectives.Communicator;
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * How much this JVM's JIT has worked so far, to tell when it has gone quiet. On Linux: the CPU time of its compiler
@@ -18,7 +25,36 @@ final class JitActivity {
     /** The thread name as the kernel keeps it (15 characters). */
     private static final String COMPILER_THREAD = "CompilerThre";
 
+    /** How long no rank's JIT may have worked for {@link #awaitQuiet} to return. */
+    static final long QUIET_MILLIS = 200;
+    /** The longest {@link #awaitQuiet} waits. */
+    static final long QUIET_MAX_MILLIS = 10_000;
+
     private JitActivity() {
+    }
+
+    /**
+     * Waits until no rank's JIT has worked for {@link #QUIET_MILLIS} (at most {@link #QUIET_MAX_MILLIS}): a
+     * warm-up leaves compilations queued, and on a host with few CPUs a compiler thread still at work takes a rank's
+     * CPU for a scheduler tick at a time (4 ms, in a scheduler trace of the first rows), while its peers wait for that
+     * rank. Every rank of {@code comm} calls it and takes part in each round's decision; {@code scratch} holds one
+     * int64.
+     */
+    static void awaitQuiet(Communicator comm, MemorySegment scratch) {
+        long deadline = System.nanoTime() + QUIET_MAX_MILLIS * 1_000_000L;
+        long last = sample();
+        while (true) {
+            LockSupport.parkNanos(QUIET_MILLIS * 1_000_000L);
+            long now = sample();
+            // 0: quiet here; 1: the JIT worked since the last round; 2: out of time (the maximum across ranks decides)
+            long state = System.nanoTime() - deadline > 0 ? 2 : now != last ? 1 : 0;
+            last = now;
+            scratch.set(ValueLayout.JAVA_LONG, 0, state);
+            comm.allReduce(scratch, 1, DataType.INT64, ReduceOp.MAX);
+            if (scratch.get(ValueLayout.JAVA_LONG, 0) != 1) {
+                return;
+            }
+        }
     }
 
     /** A count that grows while the JIT works (clock ticks or milliseconds, only compared with itself); -1: unknown. */

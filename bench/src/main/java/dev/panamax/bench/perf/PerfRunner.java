@@ -51,8 +51,6 @@ public final class PerfRunner {
      */
     private static final int JIT_WARMUP_ROW_CALLS = 16;
     /** How long the JIT of every rank must have been idle before the sweep starts, and the longest wait for that. */
-    private static final long JIT_QUIET_MILLIS = 200;
-    private static final long JIT_QUIET_MAX_MILLIS = 10_000;
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
 
     private final Communicator comm;
@@ -283,7 +281,7 @@ public final class PerfRunner {
         // Per size: a path that only some sizes take (the vector loop of the reduction kernel, from 64 bytes of
         // float32) must reach the JIT's last tier here too, not in the first timed row that takes it.
         cycle(b, check, small, (long) config.jitWarmup() * small.size());
-        awaitQuietJit(b);
+        JitActivity.awaitQuiet(b.statsComm, b.wrongs);
         comm.barrier();
     }
 
@@ -300,7 +298,7 @@ public final class PerfRunner {
             return;
         }
         cycle(b, check, mid, config.jitWarmup() / 4);
-        awaitQuietJit(b);
+        JitActivity.awaitQuiet(b.statsComm, b.wrongs);
         comm.barrier();
     }
 
@@ -315,29 +313,6 @@ public final class PerfRunner {
             int calls = (int) Math.min(JIT_WARMUP_ROW_CALLS, iterations - i);
             int untimed = calls / 4;
             measure(b, check, count, untimed, calls - untimed, 0);
-        }
-    }
-
-    /**
-     * Waits until no rank's JIT has worked for {@link #JIT_QUIET_MILLIS} (at most {@link #JIT_QUIET_MAX_MILLIS},
-     * {@link JitActivity}): the warm-up leaves compilations queued, and on a host with few CPUs a compiler thread
-     * still at work takes a rank's CPU for a scheduler tick at a time (4 ms, in a scheduler trace of the first rows),
-     * while its peers wait for that rank. Every rank takes part in each round's decision.
-     */
-    private void awaitQuietJit(Buffers b) {
-        long deadline = System.nanoTime() + JIT_QUIET_MAX_MILLIS * 1_000_000L;
-        long last = JitActivity.sample();
-        while (true) {
-            LockSupport.parkNanos(JIT_QUIET_MILLIS * 1_000_000L);
-            long now = JitActivity.sample();
-            // 0: quiet here; 1: the JIT worked since the last round; 2: out of time (the maximum across ranks decides)
-            long state = System.nanoTime() - deadline > 0 ? 2 : now != last ? 1 : 0;
-            last = now;
-            b.wrongs.set(ValueLayout.JAVA_LONG, 0, state);
-            b.statsComm.allReduce(b.wrongs, 1, DataType.INT64, ReduceOp.MAX);
-            if (b.wrongs.get(ValueLayout.JAVA_LONG, 0) != 1) {
-                return;
-            }
         }
     }
 
