@@ -32,7 +32,8 @@ import dev.panamax.collectives.algorithms.Algorithms;
  * check iteration on known inputs. The per-rank times are combined with a MAX all-reduce and the
  * wrong-element counts with a SUM all-reduce through a communicator split from the measured one
  * (ring all-reduce, whatever algorithm is measured), so every rank ends
- * with the same rows; {@code sink} (rank 0's printer) gets each row as soon as its size is done.
+ * with the same rows; {@code sink} (rank 0's printer) gets each row once its size is done, short rows a little
+ * later ({@link HeldRows}).
  */
 public final class PerfRunner {
     private static final long PAGE = 4096;
@@ -139,6 +140,7 @@ public final class PerfRunner {
                     statsBuffer(arena, stats, Long.BYTES), stats);
             CheckData check = new CheckData(c, config.type(), config.op(), ranks, config.root(), config.wireType());
             List<Row> rows = new ArrayList<>();
+            HeldRows held = sink == null ? null : new HeldRows(sink, config.iters());
             for (String alg : config.algorithms()) {
                 t.select(alg);
                 // Known inputs everywhere (their pattern does not depend on the size), and every page touched;
@@ -157,12 +159,15 @@ public final class PerfRunner {
                             config.iters(), config.straggleNanos())
                             .withAlgorithm(alg, d.get(i)).withPrediction(predicted.get(alg).get(i));
                     rows.add(row);
-                    if (sink != null) {
-                        sink.accept(row);
+                    if (held != null) {
+                        held.add(row);
                     }
                 }
             }
             comm.barrier();
+            if (held != null) {
+                held.flush();
+            }
             return rows;
         } finally {
             stats.close();
