@@ -53,6 +53,12 @@ public final class PerfRunner {
     private static final int JIT_WARMUP_ROW_CALLS = 16;
     /** How long the JIT of every rank must have been idle before the sweep starts, and the longest wait for that. */
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+    /**
+     * Calls of the next row's size right after each wait for a quiet JIT: the ranks slept through the wait, and with
+     * 4 ranks on 2 CPUs the first row's 20 calls carried one of 100-300 us while they fell back into step (5 rounds of
+     * rows of 20: 8 B 16.1 us, max 177, without; 3.04, max 11, with 256 calls; docs/results/performance.md).
+     */
+    private static final int SETTLE_CALLS = 256;
 
     private final Communicator comm;
     private final PerfConfig config;
@@ -270,7 +276,8 @@ public final class PerfRunner {
      * quiet pass over the whole sweep (every size, check and statistics included), then
      * {@code --jit-warmup} iterations cycling over the small sizes with the same per-size work
      * every {@value #JIT_WARMUP_ROW_CALLS} iterations, a quarter of them through the row's untimed warm-up loop,
-     * then a wait for the JIT to go quiet. Counts, not time: every rank does the same calls.
+     * then a wait for the JIT to go quiet, then {@link #SETTLE_CALLS} calls of the first size (no more than
+     * {@code --jit-warmup}). Counts, not time: every rank does the same calls.
      */
     private void warmUp(Buffers b, CheckData check) {
         PerfCollective c = config.collective();
@@ -288,13 +295,15 @@ public final class PerfRunner {
         cycle(b, check, small, (long) config.jitWarmup() * small.size());
         JitActivity.awaitQuiet(b.statsComm, b.wrongs);
         comm.barrier();
+        cycle(b, check, small.subList(0, 1), Math.min(SETTLE_CALLS, config.jitWarmup()));
     }
 
     /**
      * Right before the first row above {@link #JIT_WARMUP_MAX_BYTES}: a quarter of {@code --jit-warmup} iterations
      * cycling over the sweep's sizes up to {@link #JIT_WARMUP_MID_MAX_BYTES} above it, then the wait for the JIT to go
-     * quiet. Not before the small rows: with it there, 4 ranks on 2 CPUs measured their 8 B-32 KiB rows 1.2-1.5x
-     * slower in 3 runs of 4 (and in 0 of 4 without), a state of the run that the small warm-up after it did not undo.
+     * quiet and {@link #SETTLE_CALLS} calls of the first of those sizes. Not before the small rows: with it there,
+     * 4 ranks on 2 CPUs measured their 8 B-32 KiB rows 1.2-1.5x slower in 3 runs of 4 (and in 0 of 4 without), a
+     * state of the run that the small warm-up after it did not undo.
      */
     private void warmUpMidSizes(Buffers b, CheckData check) {
         List<Long> mid = config.sizes().stream()
@@ -305,6 +314,7 @@ public final class PerfRunner {
         cycle(b, check, mid, config.jitWarmup() / 4);
         JitActivity.awaitQuiet(b.statsComm, b.wrongs);
         comm.barrier();
+        cycle(b, check, mid.subList(0, 1), Math.min(SETTLE_CALLS, config.jitWarmup()));
     }
 
     /** {@code iterations} calls cycling over {@code sizes}, {@value #JIT_WARMUP_ROW_CALLS} per size in turn. */
