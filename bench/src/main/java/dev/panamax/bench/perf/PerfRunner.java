@@ -51,7 +51,6 @@ public final class PerfRunner {
      * a compiler thread on CPUs the ranks need).
      */
     private static final int JIT_WARMUP_ROW_CALLS = 16;
-    /** How long the JIT of every rank must have been idle before the sweep starts, and the longest wait for that. */
     private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
     /**
      * Calls of the next row's size right after each wait for a quiet JIT: the ranks slept through the wait, and with
