@@ -58,8 +58,11 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     public static final long MAX_PENALTY_NANOS = 1_000_000_000;
     /** The longest sleep on a doorbell: a wait still checks its peers and its deadline this often. */
     public static final long SLEEP_NANOS = 1_000_000;
-    /** Read the clock every few rounds: it costs about as much as a poll. */
-    static final int CLOCK_EVERY = 8;
+    /**
+     * Read the clock every few rounds: it costs about as much as a poll (a power of two; a caller's own loop around a
+     * spinning wait reads it as rarely).
+     */
+    public static final int CLOCK_EVERY = 8;
 
     private final LongSupplier nanoClock;
     private final LongSupplier involuntarySwitches;

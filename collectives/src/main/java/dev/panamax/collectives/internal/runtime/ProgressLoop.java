@@ -28,8 +28,6 @@ import java.util.Locale;
  */
 public final class ProgressLoop {
     private static final long LIVENESS_CHECK_NANOS = 50_000_000L;
-    /** While a wait spins, the clock is read on every this many of its rounds (a power of two). */
-    static final int CLOCK_EVERY = 8;
     private static final System.Logger LOG = System.getLogger("dev.panamax.collectives");
 
     private final int rank;
@@ -200,7 +198,8 @@ public final class ProgressLoop {
             // The clock serves only the liveness, timeout and CPU checks: while spinning it is read every few
             // rounds, since on some machines a read costs more than a poll (a virtual machine's HPET clock source
             // takes microseconds); a round that yields or sleeps reads it every time.
-            if ((idleRounds++ & (CLOCK_EVERY - 1)) == 0 || backoff.phase() != Phase.SPINNING) {
+            boolean clockRound = (idleRounds++ & (AdaptiveBackoffIdleStrategy.CLOCK_EVERY - 1)) == 0;
+            if (clockRound || backoff.phase() != Phase.SPINNING) {
                 now = System.nanoTime();
             }
             if (start == 0) {
