@@ -12,7 +12,8 @@ import java.util.function.LongSupplier;
  * Spins, then yields, then parks briefly, the phases measured in time since the wait went idle, and stops
  * spinning for a while when spinning got this thread preempted: for a thread that waits on flags other
  * processes set (nothing wakes a parked thread across processes, so parks stay short). Where the writers of those
- * flags ring a {@link Doorbell}, {@link #idle(Doorbell)} sleeps on it instead of parking, until a write wakes it.
+ * flags ring a {@link Doorbell} (or any {@link WakeSignal}), {@link #idle(WakeSignal)} sleeps on it instead of parking,
+ * until a write wakes it.
  *
  * <p>Spinning pays when the thread we wait for is on a CPU: its write arrives within a microsecond, and a
  * yield would only add a system call. It costs when the CPUs are contended (ranks outnumber the cores, or
@@ -56,7 +57,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     public static final long MIN_PENALTY_NANOS = 10_000_000;
     /** The longest penalty, reached by doubling while spins keep being preempted. */
     public static final long MAX_PENALTY_NANOS = 1_000_000_000;
-    /** The longest sleep on a doorbell: a wait still checks its peers and its deadline this often. */
+    /** The longest sleep on a wake signal: a wait still checks its peers and its deadline this often. */
     public static final long SLEEP_NANOS = 1_000_000;
     /**
      * Read the clock every few rounds: it costs about as much as a poll (a power of two; a caller's own loop around a
@@ -89,8 +90,8 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     private long sleeps;
     private long wokenSleeps;
     private long cpuMoves;
-    /** The doorbell armed by the wait in progress, disarmed when it ends or progresses; null when none. */
-    private Doorbell armed;
+    /** The signal armed by the wait in progress, disarmed when it ends or progresses; null when none. */
+    private WakeSignal armed;
 
     /**
      * @param oversubscribed true when the host runs more waiting threads than CPUs: never spin, and yield
@@ -162,11 +163,12 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     }
 
     /**
-     * Idles once, sleeping on {@code bell} where {@link #idle()} would park: every write the caller waits for rings
-     * {@code bell}, so a wait that outlasted the spin and the yields sleeps until the write itself wakes it, instead
-     * of waking every {@link #PARK_NANOS} to poll. The caller polls between two calls: the first of a sleep arms
-     * the bell, the next sleeps (up to {@link #SLEEP_NANOS}) unless the bell was rung since. {@link #reset()} and
-     * {@link #waitEnded()} disarm it. With a null {@code bell}, as {@link #idle()}.
+     * Idles once, sleeping on {@code bell} where {@link #idle()} would park: everything the caller waits for signals
+     * {@code bell} (a doorbell rung after a write, an RDMA completion channel), so a wait that outlasted the spin and
+     * the yields sleeps until that wakes it, instead of waking every {@link #PARK_NANOS} to poll. The caller polls
+     * between two calls: the first of a sleep arms the bell, the next sleeps (up to {@link #SLEEP_NANOS}) unless the
+     * bell was signalled since. {@link #reset()} and {@link #waitEnded()} disarm it. With a null {@code bell}, as
+     * {@link #idle()}.
      *
      * <p>Why only there, measured on 2 CPUs (docs/results/performance.md): sleeping at once instead of yielding
      * when the ranks outnumber the CPUs made 8 B-32 KiB all-reduces 5-14x slower (a futex wake-up costs tens of
@@ -174,7 +176,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      * pull both ranks onto one CPU (p50 0.7 to 2 us, stalls of milliseconds). Sleeping instead of yielding while a
      * preempted spin's penalty lasts (another process busy on the CPUs) changed nothing that held in a second run.
      */
-    public void idle(Doorbell bell) {
+    public void idle(WakeSignal bell) {
         Phase p = advance();
         if (bell == null || p != Phase.PARKING) {
             idleIn(p);
@@ -298,7 +300,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      * @param spins          idles spent spinning ({@link Thread#onSpinWait()})
      * @param yields         idles spent yielding ({@link Thread#yield()})
      * @param parks          idles spent parking, {@link #PARK_NANOS} ns each
-     * @param sleeps         idles spent asleep on a doorbell ({@link #idle(Doorbell)}), up to {@link #SLEEP_NANOS}
+     * @param sleeps         idles spent asleep on a wake signal ({@link #idle(WakeSignal)}), up to {@link #SLEEP_NANOS}
      *                       each
      * @param wokenSleeps    of those, the sleeps a ring ended (the others ran into their timeout)
      * @param preemptedSpins spins during which the thread was switched off its CPU (each began a penalty)

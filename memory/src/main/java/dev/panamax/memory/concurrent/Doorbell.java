@@ -27,7 +27,7 @@ import java.lang.invoke.VarHandle;
  * futexes are unavailable ({@link #isSupported()} false) nobody should sleep on one; {@link #ring()} then does
  * nothing.
  */
-public final class Doorbell {
+public final class Doorbell implements WakeSignal {
     /** The bytes of memory a doorbell takes: one 4-byte aligned int. */
     public static final long BYTES = 4;
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
@@ -54,6 +54,7 @@ public final class Doorbell {
     }
 
     /** Sleeper: marks the owner about to sleep; poll once more before {@link #sleep}ing. */
+    @Override
     public void arm() {
         INT.setVolatile(word, 0L, 1);
         VarHandle.fullFence(); // the poll that follows must not read before this store is visible
@@ -61,11 +62,13 @@ public final class Doorbell {
     }
 
     /** Sleeper: whether {@link #arm()} was called since the last sleep or disarm. */
+    @Override
     public boolean isArmed() {
         return armed;
     }
 
     /** Sleeper: no longer about to sleep (the wait ended or made progress); writers stop making system calls. */
+    @Override
     public void disarm() {
         if (armed) {
             armed = false;
@@ -77,6 +80,7 @@ public final class Doorbell {
      * Sleeper, armed: sleeps until a writer rings, at most {@code timeoutNanos} (or returns at once when one
      * rang since {@link #arm()}). Disarms. Returns false when it slept the whole timeout.
      */
+    @Override
     public boolean sleep(long timeoutNanos) {
         if (!armed) {
             throw new IllegalStateException("sleep without arm: a write before the arm would be missed");

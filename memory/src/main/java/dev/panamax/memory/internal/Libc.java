@@ -82,6 +82,21 @@ public final class Libc {
     /** {@code sizeof(cpu_set_t)} of glibc: {@code CPU_SETSIZE} (1024) bits. */
     public static final long CPU_SET_BYTES = 128;
 
+    // int poll(struct pollfd *fds, nfds_t nfds, int timeout); int fcntl(int fd, int cmd, ... /* int arg */);
+    private static final MethodHandle POLL = downcall("poll",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                    ValueLayout.JAVA_INT), CAPTURE_ERRNO);
+    private static final MethodHandle FCNTL = downcall("fcntl",
+            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
+                    ValueLayout.JAVA_INT), Linker.Option.firstVariadicArg(2), CAPTURE_ERRNO);
+    /** {@code struct pollfd}: {@code int fd; short events; short revents;}. */
+    public static final long POLLFD_BYTES = 8;
+    /** POLLIN of poll.h; F_GETFL, F_SETFL and O_NONBLOCK of fcntl.h (the same on x86-64 and arm64 Linux). */
+    private static final short POLLIN = 1;
+    private static final int F_GETFL = 3;
+    private static final int F_SETFL = 4;
+    private static final int O_NONBLOCK = 04000;
+
     /** MFD_CLOEXEC from linux/memfd.h. */
     public static final int MFD_CLOEXEC = 1;
 
@@ -250,6 +265,54 @@ public final class Libc {
             throw new NativeCallException("futex(FUTEX_WAKE)", rc, errno(state));
         }
         return (int) rc;
+    }
+
+    /**
+     * {@code poll} on one descriptor for {@code POLLIN}: waits until {@code fd} is readable, at most
+     * {@code timeoutNanos} (rounded up to whole milliseconds). Returns true when it is readable, false on the
+     * timeout or a signal. {@code pollfd} ({@link #POLLFD_BYTES}) and {@code state} ({@link #allocateCallState}) are
+     * scratch the caller owns, so that a wait allocates nothing.
+     */
+    public static boolean pollReadable(int fd, long timeoutNanos, MemorySegment pollfd, MemorySegment state) {
+        require(POLL, "poll");
+        pollfd.set(ValueLayout.JAVA_INT, 0, fd);
+        pollfd.set(ValueLayout.JAVA_SHORT, 4, POLLIN);
+        pollfd.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
+        int millis = (int) Math.min(Integer.MAX_VALUE, (Math.max(0, timeoutNanos) + 999_999) / 1_000_000);
+        int rc;
+        try {
+            rc = (int) POLL.invokeExact(state, pollfd, 1L, millis);
+        } catch (Throwable t) {
+            throw new IllegalStateException("poll", t);
+        }
+        if (rc < 0) {
+            int errno = errno(state);
+            if (errno == EINTR) {
+                return false;
+            }
+            throw new NativeCallException("poll", rc, errno);
+        }
+        return rc > 0;
+    }
+
+    /** Makes reads of {@code fd} return {@link #EAGAIN} instead of blocking ({@code fcntl(F_SETFL, O_NONBLOCK)}). */
+    public static void setNonBlocking(int fd) {
+        require(FCNTL, "fcntl");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE);
+            int flags = (int) FCNTL.invokeExact(state, fd, F_GETFL, 0);
+            if (flags < 0) {
+                throw new NativeCallException("fcntl(F_GETFL)", flags, errno(state));
+            }
+            int rc = (int) FCNTL.invokeExact(state, fd, F_SETFL, flags | O_NONBLOCK);
+            if (rc < 0) {
+                throw new NativeCallException("fcntl(F_SETFL, O_NONBLOCK)", rc, errno(state));
+            }
+        } catch (NativeCallException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("fcntl", t);
+        }
     }
 
     /** A buffer for the errno that {@link #futexWait} and {@link #futexWake} capture. */

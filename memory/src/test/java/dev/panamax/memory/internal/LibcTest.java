@@ -10,6 +10,7 @@ import java.lang.foreign.MemorySegment;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -71,5 +72,33 @@ class LibcTest {
             assertFalse(Libc.moveOffCpu((int) (Libc.CPU_SET_BYTES * 8) - 1, masks), "not one of this machine's");
             assertEquals(cpus, Runtime.getRuntime().availableProcessors());
         }
+    }
+
+    @Test
+    @EnabledOnOs(OS.LINUX)
+    void pollFindsAFileReadableAtOnceAndWaitsOutItsTimeoutOnNoDescriptor() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment pollfd = arena.allocate(Libc.POLLFD_BYTES, 8);
+            MemorySegment state = Libc.allocateCallState(arena);
+            int fd = Libc.memfdCreate("panamax-poll-test", Libc.MFD_CLOEXEC);
+            try {
+                Libc.setNonBlocking(fd);
+                assertTrue(Libc.pollReadable(fd, 5_000_000_000L, pollfd, state), "a file is always readable");
+            } finally {
+                Libc.close(fd);
+            }
+            // poll ignores a negative descriptor: nothing can become readable, so it waits out the timeout.
+            long start = System.nanoTime();
+            assertFalse(Libc.pollReadable(-1, 20_000_000, pollfd, state));
+            assertTrue(System.nanoTime() - start >= 19_000_000, "returned before its timeout");
+        }
+    }
+
+    @Test
+    @EnabledOnOs(OS.LINUX)
+    void makingABadDescriptorNonBlockingNamesTheCallAndTheError() {
+        NativeCallException e = assertThrows(NativeCallException.class, () -> Libc.setNonBlocking(-1));
+        assertTrue(e.getMessage().contains("fcntl(F_GETFL)"), e.getMessage());
+        assertTrue(e.getMessage().contains(Libc.strerror(9)), e.getMessage()); // EBADF
     }
 }
