@@ -19,15 +19,17 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * An open RDMA device ({@code struct ibv_context}). It owns the protection domains and completion queues
- * created from it: {@link #close()} closes them (queue pairs first, then completion queues, then memory
- * regions and protection domains) before closing the device. Obtained from {@link Verbs#open(String)}.
+ * An open RDMA device ({@code struct ibv_context}). It owns the protection domains, completion queues and
+ * completion channels created from it: {@link #close()} closes them (queue pairs first, then completion queues,
+ * completion channels, memory regions and protection domains) before closing the device. Obtained from
+ * {@link Verbs#open(String)}.
  */
 public final class VerbsContext implements AutoCloseable {
     private final MemorySegment context;
     private final String deviceName;
     private final Set<ProtectionDomain> domains = ConcurrentHashMap.newKeySet();
     private final Set<CompletionQueue> completionQueues = ConcurrentHashMap.newKeySet();
+    private final Set<CompletionChannel> completionChannels = ConcurrentHashMap.newKeySet();
     private boolean closed;
 
     VerbsContext(MemorySegment context, String deviceName) {
@@ -173,22 +175,70 @@ public final class VerbsContext implements AutoCloseable {
      * using it); a full queue is a fatal error for the queue pairs.
      */
     public CompletionQueue createCompletionQueue(int entries) {
+        return createQueue(entries, null);
+    }
+
+    /**
+     * As {@link #createCompletionQueue(int)}, for a queue that signals {@code channel} when a completion arrives
+     * after a {@link CompletionQueue#requestNotification()}, so that a thread can sleep on the channel instead of
+     * polling. Several queues may share one channel.
+     */
+    public CompletionQueue createCompletionQueue(int entries, CompletionChannel channel) {
+        if (channel == null) {
+            throw new IllegalArgumentException("channel must not be null (use createCompletionQueue(int))");
+        }
+        if (channel.context() != this) {
+            throw new IllegalArgumentException(channel + " belongs to another device context");
+        }
+        return createQueue(entries, channel);
+    }
+
+    private CompletionQueue createQueue(int entries, CompletionChannel channel) {
         if (entries < 1) {
             throw new IllegalArgumentException("entries must be >= 1: " + entries);
         }
         synchronized (this) {
             requireOpen();
+            if (channel != null) {
+                channel.requireOpen();
+            }
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment errno = Errno.allocate(arena);
                 MemorySegment cq = VerbsErrno.ibv_create_cq(errno, context, entries, MemorySegment.NULL,
-                        MemorySegment.NULL, 0);
+                        channel == null ? MemorySegment.NULL : channel.handle(), 0);
                 if (cq.address() == 0) {
                     throw VerbsException.errno("ibv_create_cq", Errno.errno(errno),
                             entries + " entries on " + deviceName);
                 }
-                CompletionQueue queue = new CompletionQueue(this, cq);
+                CompletionQueue queue = new CompletionQueue(this, cq, channel);
                 completionQueues.add(queue);
                 return queue;
+            }
+        }
+    }
+
+    /**
+     * A new completion channel, owned by this context: a descriptor a thread can sleep on until a completion
+     * queue created on it receives a completion.
+     */
+    public CompletionChannel createCompletionChannel() {
+        synchronized (this) {
+            requireOpen();
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment errno = Errno.allocate(arena);
+                MemorySegment ch = VerbsErrno.ibv_create_comp_channel(errno, context);
+                if (ch.address() == 0) {
+                    throw VerbsException.errno("ibv_create_comp_channel", Errno.errno(errno), deviceName);
+                }
+                CompletionChannel channel;
+                try {
+                    channel = new CompletionChannel(this, ch);
+                } catch (RuntimeException e) {
+                    verbs_h.ibv_destroy_comp_channel(ch);
+                    throw e;
+                }
+                completionChannels.add(channel);
+                return channel;
             }
         }
     }
@@ -217,6 +267,9 @@ public final class VerbsContext implements AutoCloseable {
         for (CompletionQueue cq : List.copyOf(completionQueues)) {
             closer.run(cq::close);
         }
+        for (CompletionChannel channel : List.copyOf(completionChannels)) {
+            closer.run(channel::close);
+        }
         for (ProtectionDomain pd : List.copyOf(domains)) {
             closer.run(pd::close);
         }
@@ -235,6 +288,10 @@ public final class VerbsContext implements AutoCloseable {
 
     void forget(CompletionQueue cq) {
         completionQueues.remove(cq);
+    }
+
+    void forget(CompletionChannel channel) {
+        completionChannels.remove(channel);
     }
 
     void requireOpen() {

@@ -63,10 +63,14 @@ final class RdmaTestDevice {
         }
     }
 
-    /** Two RC queue pairs on the same port, each with its own completion queue, connected to each other. */
+    /**
+     * Two RC queue pairs on the same port, each with its own completion queue, connected to each other; with a
+     * completion channel, both queues signal it.
+     */
     static final class Loopback implements AutoCloseable {
         final VerbsContext context;
         final ProtectionDomain pd;
+        final CompletionChannel channel;
         final CompletionQueue cqA;
         final CompletionQueue cqB;
         final QueuePair a;
@@ -74,11 +78,16 @@ final class RdmaTestDevice {
         final int gidIndex;
 
         Loopback() {
+            this(false);
+        }
+
+        Loopback(boolean withChannel) {
             context = openDevice();
             try {
                 pd = context.allocateProtectionDomain();
-                cqA = context.createCompletionQueue(16);
-                cqB = context.createCompletionQueue(16);
+                channel = withChannel ? context.createCompletionChannel() : null;
+                cqA = withChannel ? context.createCompletionQueue(16, channel) : context.createCompletionQueue(16);
+                cqB = withChannel ? context.createCompletionQueue(16, channel) : context.createCompletionQueue(16);
                 a = pd.createReliableQueuePair(cqA, cqA, QpCapabilities.of(8, 8));
                 b = pd.createReliableQueuePair(cqB, cqB, QpCapabilities.of(8, 8));
                 gidIndex = gidIndex(context);
