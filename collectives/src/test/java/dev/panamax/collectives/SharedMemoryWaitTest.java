@@ -32,92 +32,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SharedMemoryWaitTest {
     private static final MBeanServer SERVER = ManagementFactory.getPlatformMBeanServer();
     private static final long STRAGGLE_MILLIS = 30;
-    /** Calls after the first (which warms up, and whose rank 0 may itself be late while its fill loop compiles). */
-    private static final int CALLS = 6;
-
-    private static Set<ObjectName> beans() throws Exception {
-        return SERVER.queryNames(new ObjectName("dev.panamax:type=Communicator,*"), null);
-    }
-
-    /**
-     * What rank 0 waits for while rank 1 straggles: the peer's half of an all-reduce; a message the straggler sends
-     * (the slot it publishes must ring); the straggler's receive of a message rank 0 sent from shared memory, which
-     * completes only when it has been read in place (the slot it gives back must ring).
-     */
-    enum Pattern { ALL_REDUCE, RECEIVE_FROM_STRAGGLER, SEND_TO_STRAGGLER }
 
     @ParameterizedTest
-    @EnumSource(Pattern.class)
-    void aRankWaitingForAStragglerSleepsUntilTheStragglersWriteWakesIt(Pattern pattern) throws Exception {
+    @EnumSource(StragglerWaits.Pattern.class)
+    void aRankWaitingForAStragglerSleepsUntilTheStragglersWriteWakesIt(StragglerWaits.Pattern pattern)
+            throws Exception {
         assertTrue(Doorbell.isSupported());
-        Set<ObjectName> before = beans();
-        List<Communicator> comms = Ranks.Transport.SHM.open(2);
-        try {
-            Set<ObjectName> mine = new HashSet<>(beans());
-            mine.removeAll(before);
-            ObjectName rank0 = mine.stream().filter(n -> "0".equals(n.getKeyProperty("rank"))).findFirst()
-                    .orElseThrow();
-            // 64 Ki floats: a send from the communicator's memory goes by reference, and completes when read.
-            int count = 64 * 1024;
-            long[] sleepsBefore = new long[2];
-            RankThreads.run(comms, c -> {
-                MemorySegment buf = c.allocate(count * 4L);
-                for (int call = 0; call <= CALLS; call++) {
-                    if (call == 1 && c.rank() == 0) {
-                        sleepsBefore[0] = (Long) SERVER.getAttribute(rank0, "Sleeps");
-                        sleepsBefore[1] = (Long) SERVER.getAttribute(rank0, "SleepsWoken");
-                    }
-                    for (int i = 0; i < count; i++) {
-                        buf.setAtIndex(ValueLayout.JAVA_FLOAT, i, (c.rank() + 1) * (i % 1000 + call));
-                    }
-                    if (c.rank() == 1 && call > 0) {
-                        Thread.sleep(STRAGGLE_MILLIS); // past rank 0's spin and yields: it sleeps
-                    }
-                    float want = switch (pattern) {
-                        case ALL_REDUCE -> {
-                            c.allReduce(buf, count, DataType.FLOAT32, ReduceOp.SUM);
-                            yield 3f;
-                        }
-                        case RECEIVE_FROM_STRAGGLER -> {
-                            if (c.rank() == 0) {
-                                c.recv(buf, count, DataType.FLOAT32, 1);
-                            } else {
-                                c.send(buf, count, DataType.FLOAT32, 0);
-                            }
-                            yield 2f;
-                        }
-                        case SEND_TO_STRAGGLER -> {
-                            if (c.rank() == 0) {
-                                c.send(buf, count, DataType.FLOAT32, 1);
-                            } else {
-                                c.recv(buf, count, DataType.FLOAT32, 0);
-                            }
-                            yield 1f;
-                        }
-                    };
-                    for (int i = 0; i < count; i++) {
-                        assertEquals(want * (i % 1000 + call), buf.getAtIndex(ValueLayout.JAVA_FLOAT, i),
-                                "element " + i);
-                    }
-                }
-            });
-            long sleeps = (Long) SERVER.getAttribute(rank0, "Sleeps") - sleepsBefore[0];
-            long woken = (Long) SERVER.getAttribute(rank0, "SleepsWoken") - sleepsBefore[1];
-            assertTrue(sleeps > 0, "rank 0 never slept while rank 1 straggled");
-            // Rank 1's write rang rank 0's doorbell: a sleep per straggled call ended by it, not by the 1 ms timeout.
-            // Lost rings show as 0 here; a write may land in the microseconds between two sleeps, or a rank be late
-            // on a busy machine, hence only half the calls.
-            assertTrue(woken >= CALLS / 2, woken + " of " + sleeps + " sleeps ended by a ring in " + CALLS
-                    + " calls");
-            assertEquals(0L, SERVER.getAttribute(rank0, "Parks"), "over shared memory a long wait sleeps, never parks");
-        } finally {
-            RankThreads.closeAll(comms);
-        }
+        StragglerWaits.check(Ranks.Transport.SHM, pattern);
     }
 
     @Test
     void withWaitSpinARankWaitingForAStragglerOnlySpins() throws Exception {
-        Set<ObjectName> before = beans();
+        Set<ObjectName> before = StragglerWaits.beans();
         System.setProperty("panamax.wait", "spin");
         List<Communicator> comms;
         try {
@@ -126,7 +52,7 @@ class SharedMemoryWaitTest {
             System.clearProperty("panamax.wait");
         }
         try {
-            Set<ObjectName> mine = new HashSet<>(beans());
+            Set<ObjectName> mine = new HashSet<>(StragglerWaits.beans());
             mine.removeAll(before);
             ObjectName rank0 = mine.stream().filter(n -> "0".equals(n.getKeyProperty("rank"))).findFirst()
                     .orElseThrow();

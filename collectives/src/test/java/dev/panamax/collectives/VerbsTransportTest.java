@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
@@ -279,6 +280,13 @@ class VerbsTransportTest {
         } finally {
             RankThreads.closeAll(comms);
         }
+    }
+
+    /** A rank waiting long for a straggler sleeps on the completion channel, and the straggler's message wakes it. */
+    @ParameterizedTest
+    @EnumSource(StragglerWaits.Pattern.class)
+    void aRankWaitingForAStragglerSleepsUntilACompletionWakesIt(StragglerWaits.Pattern pattern) throws Exception {
+        StragglerWaits.check(Ranks.Transport.VERBS, pattern);
     }
 
     @Test

@@ -7,8 +7,8 @@ import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.memory.concurrent.AdaptiveBackoffIdleStrategy;
 import dev.panamax.memory.concurrent.AdaptiveBackoffIdleStrategy.Phase;
-import dev.panamax.memory.concurrent.Doorbell;
 import dev.panamax.memory.concurrent.IdleStrategies;
+import dev.panamax.memory.concurrent.WakeSignal;
 
 import java.util.StringJoiner;
 import java.util.Arrays;
@@ -160,7 +160,7 @@ public final class ProgressLoop {
         long lastCheck = 0;
         long now = 0;
         int idleRounds = 0;
-        Doorbell doorbell = null;
+        WakeSignal wakeSignal = null;
         boolean separable = false;
         backoff.reset();
         while (true) {
@@ -208,7 +208,7 @@ public final class ProgressLoop {
                 waiting = rs;
                 waitingCount = count;
                 waitSince = now;
-                doorbell = commonDoorbell(rs, count);
+                wakeSignal = commonWakeSignal(rs, count);
                 separable = separation != null && CpuSeparation.applies(rs, count);
             } else if (now - lastCheck > LIVENESS_CHECK_NANOS) {
                 lastCheck = now;
@@ -239,21 +239,22 @@ public final class ProgressLoop {
                         backoff.movedOffSharedCpu();
                     }
                 }
-                backoff.idle(doorbell);
+                backoff.idle(wakeSignal);
             }
         }
     }
 
     /**
-     * The doorbell that all the pending requests' links share (the shared-memory inbox's), on which the wait can
-     * sleep until a peer's write wakes it; null when some link has none or they differ (the wait then polls).
+     * The wake signal that all the pending requests' links share (the shared-memory inbox's doorbell, the RDMA
+     * domain's completion channel), on which the wait can sleep until the peer's write or the adapter wakes it; null
+     * when some link has none or they differ (the wait then polls).
      */
-    private static Doorbell commonDoorbell(Request[] rs, int count) {
-        Doorbell common = null;
+    private static WakeSignal commonWakeSignal(Request[] rs, int count) {
+        WakeSignal common = null;
         for (int i = 0; i < count; i++) {
             Request r = rs[i];
             if (r != null && !r.isDone()) {
-                Doorbell d = r.link().doorbell();
+                WakeSignal d = r.link().wakeSignal();
                 if (d == null || (common != null && d != common)) {
                     return null;
                 }

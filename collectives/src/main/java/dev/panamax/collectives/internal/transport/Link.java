@@ -5,7 +5,7 @@ import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.collectives.RevokedException;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
-import dev.panamax.memory.concurrent.Doorbell;
+import dev.panamax.memory.concurrent.WakeSignal;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
@@ -80,12 +80,13 @@ public abstract class Link implements AutoCloseable {
             DataType type, ReduceOp op);
 
     /**
-     * The doorbell a thread waiting on this link's requests may sleep on, or null where nothing can wake a
-     * sleeping waiter (the waiter then polls, yields and parks). Every write of the peer that can advance one of
-     * this link's requests rings it after the write; links of one transport that share the doorbell return the
-     * same object, so that a wait on several of them sleeps on it too.
+     * What a thread waiting on this link's requests may sleep on, or null where nothing can wake a sleeping waiter
+     * (the waiter then polls, yields and parks): everything of the peer's that can advance one of this link's
+     * requests signals it (shared memory: the peer rings a doorbell after its write; RDMA: the adapter signals a
+     * completion channel). Links of one transport that share the signal return the same object, so that a wait on
+     * several of them sleeps on it too.
      */
-    public Doorbell doorbell() {
+    public WakeSignal wakeSignal() {
         return null;
     }
 
@@ -103,7 +104,7 @@ public abstract class Link implements AutoCloseable {
     }
 
     /**
-     * Wakes the peer if it sleeps on its {@link #doorbell()}: called after a write into {@link #ownWindow()} that the
+     * Wakes the peer if it sleeps on its {@link #wakeSignal()}: called after a write into {@link #ownWindow()} that the
      * peer may be waiting for. Does nothing by default.
      */
     public void wakePeer() {

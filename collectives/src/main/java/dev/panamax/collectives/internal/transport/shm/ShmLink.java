@@ -9,6 +9,7 @@ import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import dev.panamax.memory.SharedMemory;
 import dev.panamax.memory.concurrent.Doorbell;
+import dev.panamax.memory.concurrent.WakeSignal;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -155,7 +156,7 @@ public final class ShmLink extends Link {
     }
 
     @Override
-    public Doorbell doorbell() {
+    public WakeSignal wakeSignal() {
         return Doorbell.isSupported() ? ownDoorbell : null;
     }
 

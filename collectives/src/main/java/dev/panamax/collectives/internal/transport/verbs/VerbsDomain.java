@@ -3,6 +3,7 @@ package dev.panamax.collectives.internal.transport.verbs;
 import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.internal.config.Settings;
 import dev.panamax.verbs.Access;
+import dev.panamax.verbs.CompletionChannel;
 import dev.panamax.verbs.MemoryRegion;
 import dev.panamax.verbs.PortInfo;
 import dev.panamax.verbs.ProtectionDomain;
@@ -39,6 +40,8 @@ public final class VerbsDomain {
     final int port;
     final int gidIndex;
     final int mtu;
+    /** The completion channel of all the links' queues, and what a wait on them sleeps on. */
+    final CompletionWakeSignal wakeSignal;
     private final RegistrationCache cache;
     private final boolean zeroCopy;
     /** The largest message this side sends and receives eagerly (a link uses the smaller of both sides'). */
@@ -46,9 +49,10 @@ public final class VerbsDomain {
     private final AtomicInteger refs = new AtomicInteger(1);
     private boolean warnedRegistration;
 
-    private VerbsDomain(VerbsContext context, ProtectionDomain pd, int port, int gidIndex, int mtu, boolean zeroCopy,
-            int eagerBytes) {
+    private VerbsDomain(VerbsContext context, ProtectionDomain pd, CompletionChannel channel, int port, int gidIndex,
+            int mtu, boolean zeroCopy, int eagerBytes) {
         this.context = context;
+        this.wakeSignal = new CompletionWakeSignal(channel);
         this.pd = pd;
         this.port = port;
         this.gidIndex = gidIndex;
@@ -84,7 +88,8 @@ public final class VerbsDomain {
             }
             int gidIndex = gid != null ? Integer.parseInt(gid) : Math.max(0, ctx.findRoceV2GidIndex(port));
             ProtectionDomain pd = ctx.allocateProtectionDomain();
-            return new VerbsDomain(ctx, pd, port, gidIndex, info.activeMtu(), zeroCopy, eagerBytes);
+            CompletionChannel channel = ctx.createCompletionChannel();
+            return new VerbsDomain(ctx, pd, channel, port, gidIndex, info.activeMtu(), zeroCopy, eagerBytes);
         } catch (RuntimeException e) {
             ctx.close();
             throw e;
@@ -131,7 +136,10 @@ public final class VerbsDomain {
         refs.incrementAndGet();
     }
 
-    /** Drops one reference; the last closes the cache, the protection domain and the device. */
+    /**
+     * Drops one reference; the last closes the cache, the protection domain, the completion channel (every link's
+     * queue is gone by then) and the device.
+     */
     public void release() {
         if (refs.decrementAndGet() == 0) {
             try {
@@ -140,7 +148,11 @@ public final class VerbsDomain {
                 try {
                     pd.close();
                 } finally {
-                    context.close();
+                    try {
+                        wakeSignal.channel().close();
+                    } finally {
+                        context.close();
+                    }
                 }
             }
         }

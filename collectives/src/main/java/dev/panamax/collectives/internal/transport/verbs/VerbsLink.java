@@ -8,6 +8,7 @@ import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.memory.concurrent.WakeSignal;
 import dev.panamax.verbs.Access;
 import dev.panamax.verbs.CompletionQueue;
 import dev.panamax.verbs.MemoryRegion;
@@ -66,6 +67,10 @@ import java.util.concurrent.ThreadLocalRandom;
  * mismatched counts (a large send meeting a small receive waits for an advertisement that never comes,
  * and times out). The receive queue ({@code 2 x ADVERTS + EAGER_SLOTS} work requests, reposted as they
  * complete) always has room for the peer's advertisements, answering writes and eager writes.
+ *
+ * <p>A wait on these links sleeps, once it has spun and yielded, on the domain's completion channel, which every
+ * link's completion queue signals ({@link CompletionWakeSignal}): every step of the protocol above ends in a
+ * completion on one side or the other, except the credit and ask words.
  *
  * <p>The authenticated TCP connection that set the queue pair up stays open beside it, idle: its
  * end of stream tells that the peer died or closed (RDMA alone only tells once a write times
@@ -163,6 +168,8 @@ public final class VerbsLink extends Link {
     private long eagerSent;
     /** The sent count at which this side last asked the peer for credit. */
     private long askedAt;
+    /** Whether the last eager send found no credit (read by the wake signal). */
+    private volatile boolean awaitingCredit;
     private final boolean[] eagerSlotBusy = new boolean[EAGER_SLOTS];
 
     /** Posted send work requests in order (their completions come in the same order). */
@@ -185,7 +192,7 @@ public final class VerbsLink extends Link {
         this.creditInAt = 2L * EAGER_SLOTS * slotBytes;
         this.creditOutAt = creditInAt + 64;
         try {
-            c = domain.context.createCompletionQueue(SEND_WQES + RECV_WQES);
+            c = domain.context.createCompletionQueue(SEND_WQES + RECV_WQES, domain.wakeSignal.channel());
             q = domain.pd.createReliableQueuePair(c, c, new QpCapabilities(SEND_WQES, RECV_WQES, 1, 1, 0));
             ctrlMr = domain.pd.register(arena.allocate((long) (RECV_WQES + ADVERTS) * CTRL_BYTES, 64),
                     Access.LOCAL_WRITE);
@@ -217,6 +224,7 @@ public final class VerbsLink extends Link {
         this.rwr = ReceiveRequest.allocate(arena);
         this.wc = WorkCompletions.allocate(arena, POLL_BATCH);
         domain.retain();
+        domain.wakeSignal.add(this);
     }
 
     /**
@@ -552,9 +560,11 @@ public final class VerbsLink extends Link {
         long peerTook = (long) LONG.getVolatile(eager.segment(), creditInAt);
         int slot = (int) (eagerSent % EAGER_SLOTS);
         if (eagerSent - peerTook >= EAGER_SLOTS) {
+            awaitingCredit = true;
             askForCredit();
             return false;
         }
+        awaitingCredit = false;
         if (eagerSlotBusy[slot]) {
             return false;
         }
@@ -730,7 +740,23 @@ public final class VerbsLink extends Link {
     }
 
     @Override
+    public WakeSignal wakeSignal() {
+        return domain.wakeSignal;
+    }
+
+    /** Asks for an event on the domain's completion channel at this link's next completion (none once released). */
+    void requestNotification() {
+        cq.requestNotification();
+    }
+
+    /** Whether a send waits for eager credit, which comes as a plain RDMA write that signals no completion. */
+    boolean awaitsCredit() {
+        return awaitingCredit;
+    }
+
+    @Override
     protected void release() {
+        domain.wakeSignal.remove(this);
         try {
             qp.close();
             cq.close();

@@ -1,0 +1,115 @@
+package dev.panamax.collectives;
+
+import dev.panamax.memory.DataType;
+import dev.panamax.memory.ReduceOp;
+import dev.panamax.testing.RankThreads;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.management.ManagementFactory;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import javax.management.MBeanServer;
+import javax.management.ObjectName;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A rank that waits long for a straggling peer sleeps on its links' wake signal, and what the peer does wakes it:
+ * the check shared by the transports that have a signal (shared memory, RDMA). Read through the communicator's
+ * wait counts (its JMX bean), not through timing.
+ */
+final class StragglerWaits {
+    private static final MBeanServer SERVER = ManagementFactory.getPlatformMBeanServer();
+    private static final long STRAGGLE_MILLIS = 30;
+    /** Calls after the first (which warms up, and whose rank 0 may itself be late while its fill loop compiles). */
+    private static final int CALLS = 6;
+
+    private StragglerWaits() {
+    }
+
+    static Set<ObjectName> beans() throws Exception {
+        return SERVER.queryNames(new ObjectName("dev.panamax:type=Communicator,*"), null);
+    }
+
+    /**
+     * What rank 0 waits for while rank 1 straggles: the peer's half of an all-reduce; a message the straggler sends
+     * (the slot it publishes must ring); the straggler's receive of a message rank 0 sent from shared memory, which
+     * completes only when it has been read in place (the slot it gives back must ring).
+     */
+    enum Pattern { ALL_REDUCE, RECEIVE_FROM_STRAGGLER, SEND_TO_STRAGGLER }
+
+    /**
+     * Rank 1 straggles {@value #STRAGGLE_MILLIS} ms before each of {@value #CALLS} calls of {@code pattern} over
+     * {@code transport}; rank 0 must have slept through its waits and been woken by what rank 1 did (not by the
+     * sleep's timeout) in at least half of them, and never parked. Every element is checked.
+     */
+    static void check(Ranks.Transport transport, Pattern pattern) throws Exception {
+        Set<ObjectName> before = beans();
+        List<Communicator> comms = transport.open(2);
+        try {
+            Set<ObjectName> mine = new HashSet<>(beans());
+            mine.removeAll(before);
+            ObjectName rank0 = mine.stream().filter(n -> "0".equals(n.getKeyProperty("rank"))).findFirst()
+                    .orElseThrow();
+            // 64 Ki floats: a send from the communicator's memory goes by reference, and completes when read.
+            int count = 64 * 1024;
+            long[] sleepsBefore = new long[2];
+            RankThreads.run(comms, c -> {
+                MemorySegment buf = c.allocate(count * 4L);
+                for (int call = 0; call <= CALLS; call++) {
+                    if (call == 1 && c.rank() == 0) {
+                        sleepsBefore[0] = (Long) SERVER.getAttribute(rank0, "Sleeps");
+                        sleepsBefore[1] = (Long) SERVER.getAttribute(rank0, "SleepsWoken");
+                    }
+                    for (int i = 0; i < count; i++) {
+                        buf.setAtIndex(ValueLayout.JAVA_FLOAT, i, (c.rank() + 1) * (i % 1000 + call));
+                    }
+                    if (c.rank() == 1 && call > 0) {
+                        Thread.sleep(STRAGGLE_MILLIS); // past rank 0's spin and yields: it sleeps
+                    }
+                    float want = switch (pattern) {
+                        case ALL_REDUCE -> {
+                            c.allReduce(buf, count, DataType.FLOAT32, ReduceOp.SUM);
+                            yield 3f;
+                        }
+                        case RECEIVE_FROM_STRAGGLER -> {
+                            if (c.rank() == 0) {
+                                c.recv(buf, count, DataType.FLOAT32, 1);
+                            } else {
+                                c.send(buf, count, DataType.FLOAT32, 0);
+                            }
+                            yield 2f;
+                        }
+                        case SEND_TO_STRAGGLER -> {
+                            if (c.rank() == 0) {
+                                c.send(buf, count, DataType.FLOAT32, 1);
+                            } else {
+                                c.recv(buf, count, DataType.FLOAT32, 0);
+                            }
+                            yield 1f;
+                        }
+                    };
+                    for (int i = 0; i < count; i++) {
+                        assertEquals(want * (i % 1000 + call), buf.getAtIndex(ValueLayout.JAVA_FLOAT, i),
+                                "element " + i);
+                    }
+                }
+            });
+            long sleeps = (Long) SERVER.getAttribute(rank0, "Sleeps") - sleepsBefore[0];
+            long woken = (Long) SERVER.getAttribute(rank0, "SleepsWoken") - sleepsBefore[1];
+            assertTrue(sleeps > 0, "rank 0 never slept while rank 1 straggled");
+            // Rank 1's write woke rank 0 (shared memory: it rang the doorbell; RDMA: its completion signalled the
+            // channel): a sleep per straggled call ended by it, not by the 1 ms timeout.
+            // Lost rings show as 0 here; a write may land in the microseconds between two sleeps, or a rank be late
+            // on a busy machine, hence only half the calls.
+            assertTrue(woken >= CALLS / 2, woken + " of " + sleeps
+                    + " sleeps ended by rank 1's message rather than the timeout, in " + CALLS + " calls");
+            assertEquals(0L, SERVER.getAttribute(rank0, "Parks"), "a long wait sleeps, never parks");
+        } finally {
+            RankThreads.closeAll(comms);
+        }
+    }
+}
