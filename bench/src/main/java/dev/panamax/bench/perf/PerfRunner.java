@@ -206,6 +206,10 @@ public final class PerfRunner {
 
         @Override
         public String schedule(long count) {
+            if (config.wireType() != null) {
+                // A wire-type all-reduce is an all-to-all and an all-gather of its own, whatever the all-reduce's.
+                return "all-to-all+all-gather";
+            }
             // A small all-reduce between ranks that share memory runs over their windows, without a schedule.
             if (config.collective().api() == Collective.ALL_REDUCE && count > 0
                     && count * config.type().byteSize() <= WaitCounts.windowBytes(WaitCounts.beanOf(comm.rank()))

@@ -199,6 +199,8 @@ class PerfAlgorithmsTest {
             assertTrue(r.out().contains("type float32/bfloat16"), r.out());
             for (String[] row : rows(r.out())) {
                 assertEquals("0", row[7], "#wrong of " + String.join(" ", row));
+                assertEquals("auto:all-to-all+all-gather", row[row.length - 1],
+                        "what " + String.join(" ", row) + " ran");
             }
         }
         for (String run : new String[] {"allreduce float32", "allreduce float16", "reducescatter float32",
