@@ -35,8 +35,8 @@ public final class CompletionChannel implements AutoCloseable {
     private final Set<CompletionQueue> queues = ConcurrentHashMap.newKeySet();
     // The awaiting thread's scratch; an automatic arena, since a thread may still be in poll(2) when another closes.
     private final MemorySegment pollfd;
+    /** The errno of poll(2) and of ibv_get_cq_event, one call at a time. */
     private final MemorySegment callState;
-    private final MemorySegment errno;
     private final MemorySegment cqOut;
     private final MemorySegment cqContextOut;
     private boolean closed;
@@ -52,7 +52,6 @@ public final class CompletionChannel implements AutoCloseable {
         Arena arena = Arena.ofAuto();
         this.pollfd = arena.allocate(Libc.POLLFD_BYTES, 8);
         this.callState = Libc.allocateCallState(arena);
-        this.errno = Errno.allocate(arena);
         this.cqOut = arena.allocate(ValueLayout.ADDRESS);
         this.cqContextOut = arena.allocate(ValueLayout.ADDRESS);
     }
@@ -72,12 +71,12 @@ public final class CompletionChannel implements AutoCloseable {
     }
 
     /** Takes and acknowledges the events there without waiting; returns how many. */
-    int takeEvents() {
+    private int takeEvents() {
         int taken = 0;
         synchronized (lock) {
             while (!closed) {
-                if (VerbsErrno.ibv_get_cq_event(errno, channel, cqOut, cqContextOut) != 0) {
-                    int e = Errno.errno(errno);
+                if (VerbsErrno.ibv_get_cq_event(callState, channel, cqOut, cqContextOut) != 0) {
+                    int e = Errno.errno(callState);
                     if (e == Errno.EAGAIN || e == Errno.EINTR) {
                         break;
                     }
