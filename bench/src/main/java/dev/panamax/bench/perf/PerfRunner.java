@@ -145,7 +145,7 @@ public final class PerfRunner {
                     statsBuffer(arena, stats, Long.BYTES), stats);
             CheckData check = new CheckData(c, config.type(), config.op(), ranks, config.root(), config.wireType());
             List<Row> rows = new ArrayList<>();
-            HeldRows held = sink == null ? null : new HeldRows(sink, config.iters());
+            HeldRows held = new HeldRows(sink != null ? sink : row -> { }, config.iters());
             for (String alg : config.algorithms()) {
                 t.select(alg);
                 // Known inputs everywhere (their pattern does not depend on the size), and every page touched;
@@ -164,15 +164,11 @@ public final class PerfRunner {
                             config.iters(), config.straggleNanos())
                             .withAlgorithm(alg, d.get(i)).withPrediction(predicted.get(alg).get(i));
                     rows.add(row);
-                    if (held != null) {
-                        held.add(row);
-                    }
+                    held.add(row);
                 }
             }
             comm.barrier();
-            if (held != null) {
-                held.flush();
-            }
+            held.flush();
             return rows;
         } finally {
             stats.close();
@@ -296,9 +292,7 @@ public final class PerfRunner {
         // Per size: a path that only some sizes take (the vector loop of the reduction kernel, from 64 bytes of
         // float32) must reach the JIT's last tier here too, not in the first timed row that takes it.
         cycle(b, check, small, (long) config.jitWarmup() * small.size());
-        JitActivity.awaitQuiet(b.statsComm, b.wrongs);
-        comm.barrier();
-        cycle(b, check, small.subList(0, 1), Math.min(SETTLE_CALLS, config.jitWarmup()));
+        awaitQuietJitThenSettle(b, check, small.get(0));
     }
 
     /**
@@ -315,9 +309,18 @@ public final class PerfRunner {
             return;
         }
         cycle(b, check, mid, config.jitWarmup() / 4);
+        awaitQuietJitThenSettle(b, check, mid.get(0));
+    }
+
+    /**
+     * Waits for every rank's JIT to go quiet, then makes {@link #SETTLE_CALLS} calls (no more than
+     * {@code --jit-warmup}) of {@code bytes}, the next row's size, so that ranks that slept through the wait are back
+     * in step before its timed calls.
+     */
+    private void awaitQuietJitThenSettle(Buffers b, CheckData check, long bytes) {
         JitActivity.awaitQuiet(b.statsComm, b.wrongs);
         comm.barrier();
-        cycle(b, check, mid.subList(0, 1), Math.min(SETTLE_CALLS, config.jitWarmup()));
+        cycle(b, check, List.of(bytes), Math.min(SETTLE_CALLS, config.jitWarmup()));
     }
 
     /** {@code iterations} calls cycling over {@code sizes}, {@value #JIT_WARMUP_ROW_CALLS} per size in turn. */
