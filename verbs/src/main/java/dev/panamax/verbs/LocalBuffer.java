@@ -13,6 +13,7 @@ import java.util.Objects;
 final class LocalBuffer {
     private final MemorySegment sge;
     private MemoryRegion region;
+    private long byteLength;
 
     LocalBuffer(Arena arena) {
         this.sge = arena.allocate(ibv_sge.layout());
@@ -54,7 +55,13 @@ final class LocalBuffer {
         ibv_sge.length(sge, (int) byteLength);
         ibv_sge.lkey(sge, lkey);
         region = null;
+        this.byteLength = byteLength;
         return byteLength == 0 ? 0 : 1;
+    }
+
+    /** The length last set. */
+    long byteLength() {
+        return byteLength;
     }
 
     /** Forgets the region. */

@@ -99,7 +99,11 @@ public final class ProtectionDomain implements AutoCloseable {
 
     /**
      * A reliable connected queue pair, in state {@link QpState#RESET}; connect it with
-     * {@link QueuePair#connect}. Both completion queues must belong to this domain's context.
+     * {@link QueuePair#connect}. Both completion queues must belong to this domain's context. What the provider
+     * granted, which may be more than {@code caps} asks for, is {@link QueuePair#capabilities()}.
+     *
+     * @throws VerbsException when the provider refuses {@code caps} (for example more inline data than the device
+     *                        supports: {@code EINVAL})
      */
     public QueuePair createReliableQueuePair(CompletionQueue sendCq, CompletionQueue recvCq, QpCapabilities caps) {
         if (sendCq.context() != context || recvCq.context() != context) {
@@ -127,7 +131,10 @@ public final class ProtectionDomain implements AutoCloseable {
                     throw VerbsException.errno("ibv_create_qp", Errno.errno(errno),
                             "reliable connected queue pair with " + caps + " on " + context.deviceName());
                 }
-                QueuePair pair = new QueuePair(this, qp.reinterpret(ibv_qp.sizeof()), sendCq, recvCq);
+                // ibv_create_qp writes back what the provider granted, at least what was asked for.
+                QpCapabilities granted = new QpCapabilities(ibv_qp_cap.max_send_wr(cap), ibv_qp_cap.max_recv_wr(cap),
+                        ibv_qp_cap.max_send_sge(cap), ibv_qp_cap.max_recv_sge(cap), ibv_qp_cap.max_inline_data(cap));
+                QueuePair pair = new QueuePair(this, qp.reinterpret(ibv_qp.sizeof()), sendCq, recvCq, granted);
                 queuePairs.add(pair);
                 sendCq.attach(pair);
                 recvCq.attach(pair);

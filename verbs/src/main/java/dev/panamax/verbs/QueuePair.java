@@ -42,6 +42,7 @@ public final class QueuePair implements AutoCloseable {
     private final CompletionQueue sendCq;
     private final CompletionQueue recvCq;
     private final int qpNumber;
+    private final QpCapabilities capabilities;
     private final String name;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment badSendWr;
@@ -54,8 +55,10 @@ public final class QueuePair implements AutoCloseable {
     private volatile int port;
     private volatile boolean closed;
 
-    QueuePair(ProtectionDomain pd, MemorySegment qp, CompletionQueue sendCq, CompletionQueue recvCq) {
+    QueuePair(ProtectionDomain pd, MemorySegment qp, CompletionQueue sendCq, CompletionQueue recvCq,
+            QpCapabilities capabilities) {
         this.pd = pd;
+        this.capabilities = capabilities;
         this.qp = qp;
         this.sendCq = sendCq;
         this.recvCq = recvCq;
@@ -71,6 +74,14 @@ public final class QueuePair implements AutoCloseable {
     /** The queue pair number, which the peer connects to. */
     public int qpNumber() {
         return qpNumber;
+    }
+
+    /**
+     * What the provider granted when it created this queue pair: at least what was asked for, and the most a
+     * {@link SendRequest#inline(boolean) inline} send may carry ({@link QpCapabilities#maxInlineData()}).
+     */
+    public QpCapabilities capabilities() {
+        return capabilities;
     }
 
     /** The protection domain it belongs to. */
@@ -251,6 +262,8 @@ public final class QueuePair implements AutoCloseable {
      *
      * @throws IllegalStateException when this queue pair is closed or not in RTS (for example in ERROR), or
      *                               the request's memory region is deregistered or its arena closed
+     * @throws IllegalArgumentException when the request is of another domain's region, or inline and longer than
+     *                               this queue pair's granted {@code maxInlineData}
      * @throws VerbsException        when the provider refuses the request (for example, the send queue is full)
      */
     public void postSend(SendRequest request) {
@@ -266,6 +279,10 @@ public final class QueuePair implements AutoCloseable {
         MemoryRegion mr = request.region();
         if (mr != null && mr.protectionDomain() != pd) {
             throw new IllegalArgumentException("memory region " + mr + " is of another protection domain");
+        }
+        if (request.isInline() && request.byteLength() > capabilities.maxInlineData()) {
+            throw new IllegalArgumentException("an inline send of " + request.byteLength() + " bytes on " + name
+                    + ", which takes at most " + capabilities.maxInlineData() + " inline");
         }
         int rc = ibv_context_ops.post_send.invoke(postSendFunction, qp, request.struct(), badSendWr);
         if (rc != 0) {

@@ -30,6 +30,7 @@ public final class SendRequest implements AutoCloseable {
     private final LocalBuffer local;
     private final Arena ownArena;
     private Opcode opcode;
+    private boolean inline;
     private boolean closed;
 
     private SendRequest(Arena arena, Arena ownArena) {
@@ -112,10 +113,18 @@ public final class SendRequest implements AutoCloseable {
 
     /**
      * Whether the payload is copied into the work request when posted ({@code IBV_SEND_INLINE}); it must fit
-     * the queue pair's {@code maxInlineData}, and the lkey is then not used.
+     * the queue pair's granted {@link QueuePair#capabilities() maxInlineData}. The lkey is then not used, so the
+     * payload may be any native memory, registered or not ({@link #local(long, long, int)} with lkey 0), and it
+     * may be changed as soon as the post returns, before the request completes. Default false.
      */
     public SendRequest inline(boolean inline) {
+        this.inline = inline;
         return flag(INLINE, inline);
+    }
+
+    /** Whether the request is {@link #inline(boolean) inline}. */
+    public boolean isInline() {
+        return inline;
     }
 
     /** Whether the request waits for earlier RDMA reads on the queue pair to complete ({@code IBV_SEND_FENCE}). */
@@ -141,6 +150,11 @@ public final class SendRequest implements AutoCloseable {
 
     MemoryRegion region() {
         return local.region();
+    }
+
+    /** The length of the local buffer. */
+    long byteLength() {
+        return local.byteLength();
     }
 
     /** Checks before posting; see {@link QueuePair#postSend}. */

@@ -15,6 +15,7 @@ import static dev.panamax.verbs.RdmaTestDevice.awaitOne;
 import static dev.panamax.verbs.RdmaTestDevice.fill;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Two connected queue pairs on one port: send/receive, RDMA write, write with immediate, RDMA read. */
@@ -122,6 +123,38 @@ class DataPathTest {
         assertEquals(WorkCompletions.OPCODE_RDMA_READ, wcs.opcode(0));
         assertEquals(5000, wcs.byteLength(0));
         assertEquals(-1, bufA.asSlice(1024, 5000).mismatch(bufB.asSlice(10, 5000)));
+    }
+
+    /**
+     * An inline write carries memory that is not registered (lkey 0, which the device would refuse to read) and may
+     * be overwritten as soon as the post returns: the peer gets the bytes as they were when posted.
+     */
+    @Test
+    void inlineWriteCarriesUnregisteredMemoryCopiedWhenPosted() {
+        l.close();
+        l = new Loopback(false, new QpCapabilities(8, 8, 1, 1, 64)).connect();
+        assertTrue(l.a.capabilities().maxInlineData() >= 64, () -> "granted " + l.a.capabilities());
+        mrB = l.pd.register(bufB, Access.ALL_REMOTE, arena);
+        MemorySegment unregistered = arena.allocate(64);
+        fill(unregistered, 5);
+        MemorySegment posted = arena.allocate(64).copyFrom(unregistered);
+        l.b.postReceive(ReceiveRequest.allocate(arena).wrId(24));
+        l.a.postSend(SendRequest.allocate(arena).wrId(16).opcode(Opcode.RDMA_WRITE_WITH_IMM).inline(true)
+                .local(unregistered.address(), 48, 0).remote(mrB.address() + 256, mrB.rkey()).immediate(48));
+        fill(unregistered, 6);
+        awaitOne(l.cqA, wcs);
+        assertEquals(16, wcs.wrId(0));
+        awaitOne(l.cqB, wcs);
+        assertEquals(48, wcs.immediate(0));
+        assertEquals(-1, bufB.asSlice(256, 48).mismatch(posted.asSlice(0, 48)));
+    }
+
+    @Test
+    void anInlineSendLongerThanTheQueuePairTakesIsRefused() {
+        int most = l.a.capabilities().maxInlineData();
+        SendRequest send = SendRequest.allocate(arena).opcode(Opcode.SEND).inline(true).local(mrA, 0, most + 1);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> l.a.postSend(send));
+        assertTrue(e.getMessage().contains("inline"), e::getMessage);
     }
 
     @Test

@@ -82,14 +82,18 @@ final class RdmaTestDevice {
         }
 
         Loopback(boolean withChannel) {
+            this(withChannel, QpCapabilities.of(8, 8));
+        }
+
+        Loopback(boolean withChannel, QpCapabilities caps) {
             context = openDevice();
             try {
                 pd = context.allocateProtectionDomain();
                 channel = withChannel ? context.createCompletionChannel() : null;
                 cqA = withChannel ? context.createCompletionQueue(16, channel) : context.createCompletionQueue(16);
                 cqB = withChannel ? context.createCompletionQueue(16, channel) : context.createCompletionQueue(16);
-                a = pd.createReliableQueuePair(cqA, cqA, QpCapabilities.of(8, 8));
-                b = pd.createReliableQueuePair(cqB, cqB, QpCapabilities.of(8, 8));
+                a = pd.createReliableQueuePair(cqA, cqA, caps);
+                b = pd.createReliableQueuePair(cqB, cqB, caps);
                 gidIndex = gidIndex(context);
             } catch (RuntimeException e) {
                 context.close();

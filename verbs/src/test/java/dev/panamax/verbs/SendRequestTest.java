@@ -12,7 +12,9 @@ import java.lang.foreign.ValueLayout;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The setters patch the fields of struct ibv_send_wr / ibv_recv_wr and their ibv_sge, as the C layout says. */
 class SendRequestTest {
@@ -57,10 +59,13 @@ class SendRequestTest {
             byte[] imm = wr.asSlice(ibv_send_wr.imm_data$offset(), 4).toArray(ValueLayout.JAVA_BYTE);
             assertArrayEquals(new byte[] {1, 2, 3, 4}, imm);
 
+            assertFalse(r.isInline());
             r.signaled(true).inline(true).fence(true);
+            assertTrue(r.isInline());
             assertEquals(verbs_h.IBV_SEND_SIGNALED() | verbs_h.IBV_SEND_INLINE() | verbs_h.IBV_SEND_FENCE(),
                     ibv_send_wr.send_flags(wr));
             r.inline(false);
+            assertFalse(r.isInline());
             assertEquals(verbs_h.IBV_SEND_SIGNALED() | verbs_h.IBV_SEND_FENCE(), ibv_send_wr.send_flags(wr));
         }
     }
