@@ -15,6 +15,7 @@ import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.lang.foreign.Arena;
@@ -177,12 +178,15 @@ class VerbsTransportTest {
      * One stream of point-to-point messages on both sides of the eager size (8 KiB by default): a burst of 40 eager
      * ones, more than the receiver's 16 eager slots, sent before the receiver posts any receive (the sender waits
      * for credit), then eager and advertised ones alternating (each side must meet its n-th message). With the eager
-     * path off (0) and at its largest (64 KiB), the same stream.
+     * path off (0) and at its largest (64 KiB), the same stream; and with nothing sent inline (0), the default
+     * (messages of up to 64 ints inline) and the most a setting may ask for. The sender writes the next message into
+     * the same buffer as soon as a send returns, which an inline send does before the adapter has written it.
      */
-    @ParameterizedTest(name = "eager bytes {0}")
-    @ValueSource(strings = {"8192", "0", "65536"})
-    void eagerAndAdvertisedMessagesStayInOrder(String eagerBytes) {
+    @ParameterizedTest(name = "eager bytes {0}, inline bytes {1}")
+    @CsvSource({"8192, 256", "0, 256", "65536, 256", "8192, 0", "8192, 1024"})
+    void eagerAndAdvertisedMessagesStayInOrder(String eagerBytes, String inlineBytes) {
         System.setProperty("panamax.verbs.eagerBytes", eagerBytes);
+        System.setProperty("panamax.verbs.inlineBytes", inlineBytes);
         try {
             long[] mixed = {1, 2048, 2049, 3, 70_001, 16_384, 16_385, 7};
             long[] counts = new long[40 + 3 * mixed.length];
@@ -219,6 +223,7 @@ class VerbsTransportTest {
             }
         } finally {
             System.clearProperty("panamax.verbs.eagerBytes");
+            System.clearProperty("panamax.verbs.inlineBytes");
         }
     }
 

@@ -169,6 +169,12 @@ public final class Settings {
             "messages up to this many bytes (at most 65536) are written at once into the receiver's pre-registered "
                     + "eager slots instead of waiting for its advertisement (0: every message waits); two ranks use "
                     + "the smaller of their values");
+    public static final Knob VERBS_INLINE_BYTES = knob("PANAMAX_VERBS_INLINE_BYTES", "panamax.verbs.inlineBytes",
+            "256",
+            "eager messages, advertisements and credit words up to this many bytes (at most 1024) are copied into the "
+                    + "work request when posted (IBV_SEND_INLINE) instead of being read by the adapter from registered "
+                    + "memory, and an eager send completes when posted; capped by what the device grants (0: never; "
+                    + "a device that refuses the size gets none, with a warning)");
 
     private Settings() {
     }

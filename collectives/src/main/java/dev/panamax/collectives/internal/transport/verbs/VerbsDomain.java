@@ -4,9 +4,12 @@ import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.internal.config.Settings;
 import dev.panamax.verbs.Access;
 import dev.panamax.verbs.CompletionChannel;
+import dev.panamax.verbs.CompletionQueue;
 import dev.panamax.verbs.MemoryRegion;
 import dev.panamax.verbs.PortInfo;
 import dev.panamax.verbs.ProtectionDomain;
+import dev.panamax.verbs.QpCapabilities;
+import dev.panamax.verbs.QueuePair;
 import dev.panamax.verbs.RegistrationCache;
 import dev.panamax.verbs.Verbs;
 import dev.panamax.verbs.VerbsContext;
@@ -28,12 +31,16 @@ import java.util.concurrent.atomic.AtomicInteger;
  * (default: the first RoCE v2 GID of the port, else 0), {@code panamax.verbs.zeroCopy} /
  * {@code PANAMAX_VERBS_ZERO_COPY} ({@code true}; {@code false} sends everything through the
  * pre-registered staging buffers), {@code panamax.verbs.eagerBytes} / {@code PANAMAX_VERBS_EAGER_BYTES}
- * (8192; the largest message written without waiting for the receiver, 0 to 65536).
+ * (8192; the largest message written without waiting for the receiver, 0 to 65536),
+ * {@code panamax.verbs.inlineBytes} / {@code PANAMAX_VERBS_INLINE_BYTES} (256; the largest send copied into its
+ * work request, 0 to 1024).
  */
 public final class VerbsDomain {
     private static final System.Logger LOG = System.getLogger("dev.panamax.collectives");
     /** Registrations kept per communicator; the schedules of one call shape touch a handful of buffers. */
     private static final int CACHE_ENTRIES = 256;
+    /** The largest inline size a setting may ask for; devices grant a few hundred bytes. */
+    static final int MAX_INLINE_BYTES = 1024;
 
     final VerbsContext context;
     final ProtectionDomain pd;
@@ -46,11 +53,13 @@ public final class VerbsDomain {
     private final boolean zeroCopy;
     /** The largest message this side sends and receives eagerly (a link uses the smaller of both sides'). */
     final int eagerBytes;
+    /** The inline size links ask their queue pairs for; 0 once the device has refused it. */
+    private volatile int inlineBytes;
     private final AtomicInteger refs = new AtomicInteger(1);
     private boolean warnedRegistration;
 
     private VerbsDomain(VerbsContext context, ProtectionDomain pd, CompletionChannel channel, int port, int gidIndex,
-            int mtu, boolean zeroCopy, int eagerBytes) {
+            int mtu, boolean zeroCopy, int eagerBytes, int inlineBytes) {
         this.context = context;
         this.wakeSignal = new CompletionWakeSignal(channel);
         this.pd = pd;
@@ -59,6 +68,7 @@ public final class VerbsDomain {
         this.mtu = mtu;
         this.zeroCopy = zeroCopy;
         this.eagerBytes = eagerBytes;
+        this.inlineBytes = inlineBytes;
         this.cache = new RegistrationCache(pd, Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ,
                 CACHE_ENTRIES);
     }
@@ -75,6 +85,7 @@ public final class VerbsDomain {
         boolean zeroCopy =
                 Boolean.parseBoolean(Settings.VERBS_ZERO_COPY.value(Settings.VERBS_ZERO_COPY.defaultValue()));
         int eagerBytes = eagerBytes();
+        int inlineBytes = inlineBytes();
         if (Verbs.devices().isEmpty()) {
             throw new CollectiveException("transport verbs: no RDMA device found (ibv_get_device_list returned none)");
         }
@@ -89,7 +100,8 @@ public final class VerbsDomain {
             int gidIndex = gid != null ? Integer.parseInt(gid) : Math.max(0, ctx.findRoceV2GidIndex(port));
             ProtectionDomain pd = ctx.allocateProtectionDomain();
             CompletionChannel channel = ctx.createCompletionChannel();
-            return new VerbsDomain(ctx, pd, channel, port, gidIndex, info.activeMtu(), zeroCopy, eagerBytes);
+            return new VerbsDomain(ctx, pd, channel, port, gidIndex, info.activeMtu(), zeroCopy, eagerBytes,
+                    inlineBytes);
         } catch (RuntimeException e) {
             ctx.close();
             throw e;
@@ -99,6 +111,39 @@ public final class VerbsDomain {
     /** The eager threshold setting, checked before any device is opened. */
     static int eagerBytes() {
         return Settings.VERBS_EAGER_BYTES.intValue(0, VerbsLink.MAX_EAGER_BYTES, "a byte count");
+    }
+
+    /** The inline size setting, checked before any device is opened. */
+    static int inlineBytes() {
+        return Settings.VERBS_INLINE_BYTES.intValue(0, MAX_INLINE_BYTES, "a byte count");
+    }
+
+    /**
+     * A reliable queue pair of {@code sendWrs} and {@code recvWrs} work requests on {@code cq}, asking for the
+     * configured inline size; when the device refuses that, it is dropped for this domain (with a warning, once)
+     * and the queue pair made without it.
+     */
+    QueuePair createQueuePair(CompletionQueue cq, int sendWrs, int recvWrs) {
+        int inline = inlineBytes;
+        if (inline > 0) {
+            try {
+                return pd.createReliableQueuePair(cq, cq, new QpCapabilities(sendWrs, recvWrs, 1, 1, inline));
+            } catch (VerbsException e) {
+                synchronized (this) {
+                    if (inlineBytes > 0) {
+                        inlineBytes = 0;
+                        LOG.log(System.Logger.Level.WARNING, "verbs: " + context.deviceName() + " refused " + inline
+                                + " bytes of inline data per send, sending without (" + e.getMessage() + ")");
+                    }
+                }
+            }
+        }
+        return pd.createReliableQueuePair(cq, cq, new QpCapabilities(sendWrs, recvWrs, 1, 1, 0));
+    }
+
+    /** The most a link sends inline on {@code qp}: the setting, capped by what the device granted. */
+    int inlineBytes(QueuePair qp) {
+        return Math.min(inlineBytes, qp.capabilities().maxInlineData());
     }
 
     /**

@@ -13,7 +13,6 @@ import dev.panamax.verbs.Access;
 import dev.panamax.verbs.CompletionQueue;
 import dev.panamax.verbs.MemoryRegion;
 import dev.panamax.verbs.Opcode;
-import dev.panamax.verbs.QpCapabilities;
 import dev.panamax.verbs.QpEndpoint;
 import dev.panamax.verbs.QueuePair;
 import dev.panamax.verbs.ReceiveRequest;
@@ -57,9 +56,11 @@ import java.util.concurrent.ThreadLocalRandom;
  * ({@code PANAMAX_VERBS_EAGER_BYTES}, the smaller of both sides' settings) is never advertised: the sender
  * writes it at once (from its buffer when registered, else copied into a registered send slot), with
  * immediate data (a flag and its length), into the next of the receiver's {@value #EAGER_SLOTS}
- * pre-registered eager slots, whose address both sides exchange when they connect. The receiver copies
- * (or reduces) it out when the matching receive is posted, at once if that receive is already waiting,
- * and gives slots back as credits: it RDMA-writes the count of slots it has taken into a word of the
+ * pre-registered eager slots, whose address both sides exchange when they connect; one of at most
+ * {@code PANAMAX_VERBS_INLINE_BYTES} (256, capped by what the device grants) goes inline, copied into the work
+ * request by the post, so its send completes at once (advertisements and credit words go inline too). The
+ * receiver copies (or reduces) it out when the matching receive is posted, at once if that receive is already
+ * waiting, and gives slots back as credits: it RDMA-writes the count of slots it has taken into a word of the
  * sender's, once half the slots are taken, or at once when the sender, out of credit, asks for them
  * (it RDMA-writes its sent count into a word of the receiver's). A sender without credit waits. Both
  * sides classify each message by its size, and the sender keeps messages in order, so the n-th receive
@@ -124,6 +125,8 @@ public final class VerbsLink extends Link {
      */
     private final MemoryRegion eager;
     private final int slotBytes;
+    /** The largest send copied into its work request (IBV_SEND_INLINE): the setting, capped by the device. */
+    private final int inlineBytes;
     private final long creditInAt;
     private final long creditOutAt;
     /** The eager size both sides use (set when connecting). */
@@ -193,7 +196,7 @@ public final class VerbsLink extends Link {
         this.creditOutAt = creditInAt + 64;
         try {
             c = domain.context.createCompletionQueue(SEND_WQES + RECV_WQES, domain.wakeSignal.channel());
-            q = domain.pd.createReliableQueuePair(c, c, new QpCapabilities(SEND_WQES, RECV_WQES, 1, 1, 0));
+            q = domain.createQueuePair(c, SEND_WQES, RECV_WQES);
             ctrlMr = domain.pd.register(arena.allocate((long) (RECV_WQES + ADVERTS) * CTRL_BYTES, 64),
                     Access.LOCAL_WRITE);
             stagingMr = domain.pd.register(arena.allocate(2L * CHUNKS * CHUNK_BYTES, 4096),
@@ -218,6 +221,7 @@ public final class VerbsLink extends Link {
         }
         this.cq = c;
         this.qp = q;
+        this.inlineBytes = domain.inlineBytes(q);
         this.ctrl = ctrlMr;
         this.staging = stagingMr;
         this.wr = SendRequest.allocate(arena);
@@ -483,7 +487,8 @@ public final class VerbsLink extends Link {
             m.set(ValueLayout.JAVA_LONG_UNALIGNED, 16, total);
             m.set(ValueLayout.JAVA_INT_UNALIGNED, 24, rkey);
             m.set(ValueLayout.JAVA_INT_UNALIGNED, 28, seq & SEQ_MASK);
-            post(wr.wrId(0).opcode(Opcode.SEND).local(ctrl, at, CTRL_BYTES).signaled(true), null, 0, -1);
+            post(wr.wrId(0).opcode(Opcode.SEND).local(ctrl, at, CTRL_BYTES).signaled(true)
+                    .inline(CTRL_BYTES <= inlineBytes), null, 0, -1);
             r.advertised += bytes;
             if (r.advertised == total) {
                 toAdvertise.poll();
@@ -532,7 +537,7 @@ public final class VerbsLink extends Link {
                 wr.local(staging, at, bytes);
             }
             boolean last = inWritten + bytes == inBytes[inHead];
-            wr.wrId(0).remote(inAddress[inHead] + inWritten, inRkey[inHead]).signaled(true);
+            wr.wrId(0).remote(inAddress[inHead] + inWritten, inRkey[inHead]).signaled(true).inline(false);
             if (last) {
                 wr.opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(inSeq[inHead]);
             } else {
@@ -554,7 +559,8 @@ public final class VerbsLink extends Link {
 
     /**
      * Writes {@code s} into the peer's next eager slot, from its own buffer when that is registered, else
-     * through this side's send slot of the same index; false when the peer has no slot free (no credit).
+     * through this side's send slot of the same index; inline (and complete at once) when it is small enough.
+     * False when the peer has no slot free (no credit).
      */
     private boolean writeEager(SendReq s) {
         long peerTook = (long) LONG.getVolatile(eager.segment(), creditInAt);
@@ -569,22 +575,30 @@ public final class VerbsLink extends Link {
             return false;
         }
         int bytes = (int) s.src.byteSize();
-        s.region = domain.registered(s.src);
+        boolean inline = bytes <= inlineBytes;
         int chunk = -1;
-        if (s.region != null) {
+        if (inline && s.src.isNative()) {
+            wr.local(s.src.address(), bytes, 0); // copied into the work request: no registration needed
+        } else if (!inline && (s.region = domain.registered(s.src)) != null) {
             wr.local(s.region, s.src.address() - s.region.address(), bytes); // from the sender's buffer, as above
         } else {
             long at = (long) (EAGER_SLOTS + slot) * slotBytes;
             MemorySegment.copy(s.src, 0, eager.segment(), at, bytes);
             wr.local(eager, at, bytes);
-            eagerSlotBusy[slot] = true;
-            chunk = EAGER_WQE + slot;
+            if (!inline) {
+                eagerSlotBusy[slot] = true;
+                chunk = EAGER_WQE + slot;
+            }
         }
         wr.wrId(0).opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(EAGER_FLAG | bytes)
-                .remote(peerSlots + (long) slot * peerSlotBytes, peerEagerRkey).signaled(true);
-        post(wr, s, bytes, chunk);
+                .remote(peerSlots + (long) slot * peerSlotBytes, peerEagerRkey).signaled(true).inline(inline);
+        // An inline send's bytes are in the work request once posted: the sender's buffer is free at once.
+        post(wr, inline ? null : s, bytes, chunk);
         s.offset = bytes;
         eagerSent++;
+        if (inline) {
+            s.markDone();
+        }
         return true;
     }
 
@@ -671,7 +685,7 @@ public final class VerbsLink extends Link {
     private void writeWord(int offset, long value) {
         LONG.setVolatile(eager.segment(), creditOutAt + offset, value);
         post(wr.wrId(0).opcode(Opcode.RDMA_WRITE).local(eager, creditOutAt + offset, 8)
-                .remote(peerCreditWord + offset, peerEagerRkey).signaled(true), null, 0, -1);
+                .remote(peerCreditWord + offset, peerEagerRkey).signaled(true).inline(8 <= inlineBytes), null, 0, -1);
     }
 
     private void post(SendRequest request, SendReq owner, long bytes, int chunk) {

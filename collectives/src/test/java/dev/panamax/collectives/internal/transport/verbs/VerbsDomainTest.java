@@ -14,6 +14,7 @@ class VerbsDomainTest {
     @AfterEach
     void clear() {
         System.clearProperty("panamax.verbs.eagerBytes");
+        System.clearProperty("panamax.verbs.inlineBytes");
     }
 
     @Test
@@ -34,6 +35,27 @@ class VerbsDomainTest {
         System.setProperty("panamax.verbs.eagerBytes", bytes);
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, VerbsDomain::eagerBytes);
         assertTrue(e.getMessage().contains("PANAMAX_VERBS_EAGER_BYTES"), e::getMessage);
+        assertTrue(e.getMessage().contains("'" + bytes + "'"), e::getMessage);
+    }
+
+    @Test
+    void theInlineSizeDefaultsTo256Bytes() {
+        assertEquals(256, VerbsDomain.inlineBytes());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"0", "8", "1024"})
+    void anInlineSizeFrom0To1KiBIsTaken(String bytes) {
+        System.setProperty("panamax.verbs.inlineBytes", bytes);
+        assertEquals(Integer.parseInt(bytes), VerbsDomain.inlineBytes());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"-1", "1025", "all"})
+    void anotherInlineSizeFailsNamingTheSetting(String bytes) {
+        System.setProperty("panamax.verbs.inlineBytes", bytes);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, VerbsDomain::inlineBytes);
+        assertTrue(e.getMessage().contains("PANAMAX_VERBS_INLINE_BYTES"), e::getMessage);
         assertTrue(e.getMessage().contains("'" + bytes + "'"), e::getMessage);
     }
 }
