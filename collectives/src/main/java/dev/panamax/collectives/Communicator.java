@@ -249,6 +249,21 @@ public interface Communicator extends AutoCloseable {
     /** The algorithm selected for {@code collective} ({@code auto} unless set). */
     String algorithm(Collective collective);
 
+    /** What {@link #plannedAlgorithm} names an all-reduce that runs over the ranks' shared windows. */
+    String SHARED_WINDOWS = "window";
+
+    /**
+     * The algorithm a call of {@code collective} on {@code count} elements of {@code type} would run now on this
+     * rank (every rank answers alike): the {@link #setAlgorithm selected} one, or the one {@code auto} chooses for
+     * the size and topology, or {@link #SHARED_WINDOWS} for a small all-reduce (plain or pre-multiplied sum) among
+     * ranks that all share memory, which runs no schedule. {@code count} is per rank where the collective's is
+     * (reduce-scatter's receive count, all-gather's send count); {@code root} matters for broadcast and reduce
+     * only, and barrier ignores count and type. Moves nothing.
+     *
+     * @throws IllegalArgumentException when the count is negative or the root is not a rank
+     */
+    String plannedAlgorithm(Collective collective, long count, DataType type, int root);
+
     /** Asynchronous {@link #allReduce(MemorySegment, MemorySegment, long, DataType, ReduceOp)}. */
     CompletableFuture<Void> allReduceAsync(MemorySegment send, MemorySegment recv, long count, DataType type,
             ReduceOp op);

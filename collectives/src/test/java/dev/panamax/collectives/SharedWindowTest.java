@@ -1,5 +1,6 @@
 package dev.panamax.collectives;
 
+import dev.panamax.collectives.plan.Planner;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import dev.panamax.testing.RankThreads;
@@ -16,6 +17,7 @@ import javax.management.MBeanServer;
 import javax.management.ObjectName;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -93,6 +95,49 @@ class SharedWindowTest {
                         }
                     }
                 });
+            } finally {
+                RankThreads.closeAll(halves);
+            }
+        } finally {
+            RankThreads.closeAll(comms);
+        }
+    }
+
+    /**
+     * {@code plannedAlgorithm} names the windows exactly where an all-reduce runs over them (up to 4096 bytes per
+     * rank, auto selection, no call validation, not a split communicator) and otherwise what the planner builds.
+     */
+    @Test
+    void thePlannedAlgorithmNamesTheWindowsWhereTheyRun() {
+        List<Communicator> comms = Ranks.Transport.SHM.open(3);
+        try {
+            Communicator c = comms.get(1);
+            DataType f = DataType.FLOAT32;
+            assertEquals(Communicator.SHARED_WINDOWS, c.plannedAlgorithm(Collective.ALL_REDUCE, 1, f, 0));
+            assertEquals(Communicator.SHARED_WINDOWS, c.plannedAlgorithm(Collective.ALL_REDUCE, 1024, f, 0));
+            for (long count : new long[] {0, 1025, 1 << 20}) {
+                assertEquals(Planner.scheduleFor(c, Collective.ALL_REDUCE, count, f, 0).algorithm(),
+                        c.plannedAlgorithm(Collective.ALL_REDUCE, count, f, 0), count + " floats");
+            }
+            assertEquals(Planner.scheduleFor(c, Collective.BROADCAST, 10, f, 2).algorithm(),
+                    c.plannedAlgorithm(Collective.BROADCAST, 10, f, 2));
+            assertEquals(Planner.scheduleFor(c, Collective.BARRIER, 0, f, 0).algorithm(),
+                    c.plannedAlgorithm(Collective.BARRIER, 123, DataType.FLOAT64, 7));
+            assertThrows(IllegalArgumentException.class, () -> c.plannedAlgorithm(Collective.REDUCE, 1, f, 3));
+            assertThrows(IllegalArgumentException.class, () -> c.plannedAlgorithm(Collective.ALL_REDUCE, -1, f, 0));
+
+            RankThreads.run(comms, r -> r.setAlgorithm(Collective.ALL_REDUCE, "ring"));
+            assertEquals("ring", c.plannedAlgorithm(Collective.ALL_REDUCE, 1, f, 0));
+            RankThreads.run(comms, r -> {
+                r.setAlgorithm(Collective.ALL_REDUCE, "auto");
+                r.setCallValidation(true);
+            });
+            assertNotEquals(Communicator.SHARED_WINDOWS, c.plannedAlgorithm(Collective.ALL_REDUCE, 1, f, 0));
+            RankThreads.run(comms, r -> r.setCallValidation(false));
+            List<Communicator> halves = RankThreads.onEach(comms, r -> r.split(0, r.rank()));
+            try {
+                assertNotEquals(Communicator.SHARED_WINDOWS, halves.get(1).plannedAlgorithm(Collective.ALL_REDUCE, 1,
+                        f, 0));
             } finally {
                 RankThreads.closeAll(halves);
             }

@@ -22,7 +22,6 @@ import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import javax.management.ObjectName;
 import dev.panamax.collectives.Collective;
-import dev.panamax.collectives.algorithms.Algorithms;
 
 /**
  * The measurement loop of one rank, the same on every rank. Buffers are allocated once at the
@@ -206,14 +205,7 @@ public final class PerfRunner {
                 // A wire-type all-reduce is an all-to-all and an all-gather of its own, whatever the all-reduce's.
                 return "all-to-all+all-gather";
             }
-            // A small all-reduce between ranks that share memory runs over their windows, without a schedule.
-            if (config.collective().api() == Collective.ALL_REDUCE && count > 0
-                    && count * config.type().byteSize() <= WaitCounts.windowBytes(WaitCounts.beanOf(comm.rank()))
-                    && Algorithms.AUTO.equals(comm.algorithm(Collective.ALL_REDUCE)) && !comm.callValidation()) {
-                return "window";
-            }
-            return Planner.scheduleFor(comm, config.collective().api(), count, config.type(), config.root())
-                    .algorithm();
+            return comm.plannedAlgorithm(config.collective().api(), count, config.type(), config.root());
         }
 
         @Override

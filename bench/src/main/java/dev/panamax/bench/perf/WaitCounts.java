@@ -37,18 +37,6 @@ record WaitCounts(long waits, long servedSpinning, long spins, long yields, long
         }
     }
 
-    /** The bean's {@code WindowBytes}: the largest all-reduce that runs over shared windows; 0 without a bean. */
-    static long windowBytes(ObjectName bean) {
-        if (bean == null) {
-            return 0;
-        }
-        try {
-            return get(bean, "WindowBytes");
-        } catch (JMException e) {
-            return 0;
-        }
-    }
-
     /** The totals now; null when {@code bean} is null or gone. */
     static WaitCounts read(ObjectName bean) {
         if (bean == null) {

@@ -563,6 +563,26 @@ public final class CommunicatorImpl implements Communicator {
         return plans.algorithm(collective);
     }
 
+    @Override
+    public String plannedAlgorithm(Collective collective, long count, DataType type, int root) {
+        Objects.requireNonNull(collective, "collective");
+        Objects.requireNonNull(type, "type");
+        if (count < 0) {
+            throw new IllegalArgumentException("count must be >= 0: " + count);
+        }
+        boolean rooted = collective == Collective.BROADCAST || collective == Collective.REDUCE;
+        if (rooted) {
+            checks.rankIndex(root, "root");
+        }
+        if (collective == Collective.ALL_REDUCE && usesWindow(count, type)) {
+            return SHARED_WINDOWS;
+        }
+        if (collective == Collective.BARRIER) {
+            return plans.algorithmFor(collective, 0, DataType.UINT8, 0);
+        }
+        return plans.algorithmFor(collective, count, type, rooted ? root : 0);
+    }
+
     // ---- split ----------------------------------------------------------------------------
 
     @Override

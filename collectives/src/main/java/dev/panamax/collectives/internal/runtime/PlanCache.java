@@ -134,6 +134,15 @@ final class PlanCache {
     }
 
     /**
+     * The algorithm of the schedule {@link #plan} gives for a call, from the cache or built now, without making it
+     * the last call's (a query between the calls of a loop leaves the loop's shortcut in place).
+     */
+    synchronized String algorithmFor(Collective collective, long count, DataType type, int root) {
+        Schedule s = plans.get(new Key(collective, count, type.byteSize(), root));
+        return (s != null ? s : select(collective, count, type, root).build()).algorithm();
+    }
+
+    /**
      * The schedule of one all-reduce run concurrently with others: the one a plain call would run
      * when that algorithm's schedules are stage-aligned (checked once per size on every rank's
      * schedule, so every rank decides alike), else the ring's, which always are.
