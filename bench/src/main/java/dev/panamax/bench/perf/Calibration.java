@@ -38,6 +38,8 @@ final class Calibration {
     private static final Set<String> SAME_HOST = Set.of("local", "shm", "self");
     /** Largest size of the gamma measurement. */
     private static final long GAMMA_MAX_BYTES = 8L << 20;
+    /** The largest size the JIT warm-up's ping-pongs cycle over, as the sweep's first warm-up. */
+    private static final long JIT_WARMUP_MAX_BYTES = 64 << 10;
     private static final int[] KS = {1, 2, 4};
 
     private final Communicator comm;
@@ -85,10 +87,19 @@ final class Calibration {
                 peers[i] = peerList.get(ValueLayout.JAVA_INT, 4L * (i + 1));
             }
 
-            // The JIT compiles the small-message paths first, as in the sweep.
+            // The JIT compiles the small-message paths first, as in the sweep: ping-pongs cycling over the sizes up to
+            // 64 KiB, so that a branch only some sizes take (an RDMA send inline or not) is profiled before the last
+            // tier compiles, rather than deoptimized and compiled again in the first row that takes it.
             int jit = Math.min(config.jitWarmup(), 20_000);
+            List<Long> small = sizes.stream().filter(s -> s <= JIT_WARMUP_MAX_BYTES).toList();
+            if (small.isEmpty()) {
+                small = List.of(8L);
+            }
             for (int peer : peers) {
-                pingPong(a, b, 8, peer, jit / Math.max(1, peers.length));
+                int reps = jit / Math.max(1, peers.length);
+                for (int i = 0; i < reps; i++) {
+                    pingPong(a, b, small.get(i % small.size()), peer, 1);
+                }
             }
             for (int i = 0; i < jit; i++) {
                 comm.allReduce(a, b, 2, DataType.FLOAT32, ReduceOp.SUM);
