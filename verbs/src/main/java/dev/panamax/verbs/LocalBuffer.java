@@ -13,7 +13,6 @@ import java.util.Objects;
 final class LocalBuffer {
     private final MemorySegment sge;
     private MemoryRegion region;
-    private long byteLength;
 
     LocalBuffer(Arena arena) {
         this.sge = arena.allocate(ibv_sge.layout());
@@ -55,13 +54,12 @@ final class LocalBuffer {
         ibv_sge.length(sge, (int) byteLength);
         ibv_sge.lkey(sge, lkey);
         region = null;
-        this.byteLength = byteLength;
         return byteLength == 0 ? 0 : 1;
     }
 
-    /** The length last set. */
+    /** The length last set, as the {@code ibv_sge} holds it. */
     long byteLength() {
-        return byteLength;
+        return Integer.toUnsignedLong(ibv_sge.length(sge));
     }
 
     /** Forgets the region. */

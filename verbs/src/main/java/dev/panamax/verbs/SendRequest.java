@@ -30,7 +30,6 @@ public final class SendRequest implements AutoCloseable {
     private final LocalBuffer local;
     private final Arena ownArena;
     private Opcode opcode;
-    private boolean inline;
     private boolean closed;
 
     private SendRequest(Arena arena, Arena ownArena) {
@@ -118,13 +117,12 @@ public final class SendRequest implements AutoCloseable {
      * may be changed as soon as the post returns, before the request completes. Default false.
      */
     public SendRequest inline(boolean inline) {
-        this.inline = inline;
         return flag(INLINE, inline);
     }
 
     /** Whether the request is {@link #inline(boolean) inline}. */
     public boolean isInline() {
-        return inline;
+        return (ibv_send_wr.send_flags(wr) & INLINE) != 0;
     }
 
     /** Whether the request waits for earlier RDMA reads on the queue pair to complete ({@code IBV_SEND_FENCE}). */
