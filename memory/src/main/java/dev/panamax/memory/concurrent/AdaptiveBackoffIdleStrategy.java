@@ -27,10 +27,20 @@ import java.util.function.LongSupplier;
  * {@link #MAX_PENALTY_NANOS}). Short spins, the common case when the peer is running, make no system call.
  * Where the count is unavailable (not Linux) only the oversubscription decides.
  *
+ * <p>The spin lengthens where waits typically outlast it but no one else wants the CPU: a step of a large message
+ * that waits while the peer copies or reduces its part, a peer across a network. A wait that ended while yielding,
+ * within {@link #MAX_SPIN_NANOS}, and whose yields never switched to another thread (the involuntary-switch count,
+ * read when the spin ended and when the wait did, did not move: each yield found the CPU free and came straight
+ * back) would have been served as well by spinning, without a system call per round; the spin of later waits moves
+ * halfway towards 1.5 times its length. Waits served spinning pull it back slowly towards twice their length, never
+ * below {@link #SPIN_NANOS}; a yield that let another thread run, a preempted spin, or a wait that reached the
+ * parking phase puts it back to {@link #SPIN_NANOS} at once. So ranks that share a CPU, which hand it to each other
+ * by yielding, never learn a longer spin.
+ *
  * <p>Two simpler rules were measured and dropped (docs/results/performance.md): a budget learned from
- * whether waits ended while spinning, and any involuntary switch (yields included) marking the CPU
- * contended. Both let two ranks that yield at once end up on one CPU, handing it to each other on every
- * step (3-5 us per 8-byte all-reduce instead of 0.6), and stay there.
+ * whether waits ended while spinning (which could shrink it to nothing), and any involuntary switch (yields
+ * included) marking the CPU contended. Both let two ranks that yield at once end up on one CPU, handing it to
+ * each other on every step (3-5 us per 8-byte all-reduce instead of 0.6), and stay there.
  *
  * <p>A wait is {@link #reset()} (its start; again whenever it made progress) ... {@link #idle()} ...
  * {@link #waitEnded()}, which counts it; a caller that needs no counts may leave that out. Not
@@ -40,8 +50,10 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     /** The phases of a wait, in order. */
     public enum Phase { SPINNING, YIELDING, PARKING }
 
-    /** How long a wait spins while the CPU is not contended. */
+    /** How long a wait spins while the CPU is not contended, at least (and at first). */
     public static final long SPIN_NANOS = 50_000;
+    /** The longest spin learned from waits that yielded on a free CPU. */
+    public static final long MAX_SPIN_NANOS = 500_000;
     /** How long a wait yields before it parks. */
     public static final long YIELD_NANOS = 2_000_000;
     /**
@@ -69,15 +81,23 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     private final LongSupplier involuntarySwitches;
     private final boolean oversubscribed;
     private final long yieldNanos;
-    /** The spin of the wait in progress (0 or {@link #SPIN_NANOS}), chosen at its first idle after a reset. */
+    /** The spin of the wait in progress (0 or {@link #learnedSpinNanos}), chosen at its first idle after a reset. */
     private long spinNanos;
+    /** The spin a wait gets while the CPU is not contended: {@link #SPIN_NANOS} up to {@link #MAX_SPIN_NANOS}. */
+    private long learnedSpinNanos = SPIN_NANOS;
     private int rounds;
     /** Whether the wait in progress has idled at all (for the counts). */
     private boolean idled;
+    /** Whether the wait in progress (since its reset) has read the clock: {@link #idleSince} is its start. */
+    private boolean clocked;
     private long idleSince;
+    /** The latest clock reading of the wait in progress. */
+    private long lastNow;
     private Phase phase = Phase.SPINNING;
     /** The switch count when the spin in progress passed {@link #CHECKED_SPIN_NANOS}; -1 before. */
     private long switchesAtMark = -1;
+    /** The switch count when the wait in progress stopped spinning and began to yield; -1 before or unknown. */
+    private long switchesAtYield = -1;
     /** Until when waits yield at once (a spin was preempted). */
     private long noSpinUntil;
     private long penaltyNanos = MIN_PENALTY_NANOS;
@@ -126,8 +146,43 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
         if (switchesAtMark >= 0) {
             spinEnded(nanoClock.getAsLong());
         }
+        if (clocked) {
+            learn();
+        }
+        clocked = false;
+        switchesAtYield = -1;
         rounds = 0;
         phase = Phase.SPINNING;
+    }
+
+    /**
+     * The wait in progress ended (or progressed): adjusts the spin later waits get by how this one went (see the class
+     * comment). A wait that ended while spinning is timed by the latest clock reading (at most {@link #CLOCK_EVERY}
+     * rounds old, which only makes it shorter); one that ended while yielding reads the clock and the switch count.
+     */
+    private void learn() {
+        if (oversubscribed) {
+            return;
+        }
+        switch (phase) {
+            case SPINNING -> {
+                long target = Math.max(SPIN_NANOS, 2 * (lastNow - idleSince));
+                if (spinNanos > 0 && target < learnedSpinNanos) {
+                    learnedSpinNanos -= (learnedSpinNanos - target) >> 4;
+                }
+            }
+            case YIELDING -> {
+                long length = nanoClock.getAsLong() - idleSince;
+                long switches = switchesAtYield < 0 ? -1 : involuntarySwitches.getAsLong();
+                if (switches >= 0 && switches == switchesAtYield && spinNanos > 0 && length <= MAX_SPIN_NANOS) {
+                    long target = Math.min(MAX_SPIN_NANOS, length + length / 2);
+                    learnedSpinNanos = Math.max(learnedSpinNanos, (learnedSpinNanos + target + 1) / 2);
+                } else {
+                    learnedSpinNanos = SPIN_NANOS;
+                }
+            }
+            case PARKING -> learnedSpinNanos = SPIN_NANOS;
+        }
     }
 
     /** Idles once; work ({@code workCount > 0}) resets instead. */
@@ -209,10 +264,12 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     private Phase advance() {
         if ((rounds++ & (CLOCK_EVERY - 1)) == 0) {
             long now = nanoClock.getAsLong();
+            lastNow = now;
             if (rounds == 1) {
                 idleSince = now;
                 idled = true;
-                spinNanos = oversubscribed || inPenalty(now) ? 0 : SPIN_NANOS;
+                clocked = true;
+                spinNanos = oversubscribed || inPenalty(now) ? 0 : learnedSpinNanos;
             }
             long idle = now - idleSince;
             Phase next = idle < spinNanos ? Phase.SPINNING : idle < spinNanos + yieldNanos ? Phase.YIELDING
@@ -220,7 +277,12 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
             if (next == Phase.SPINNING && idle >= CHECKED_SPIN_NANOS && switchesAtMark < 0) {
                 switchesAtMark = involuntarySwitches.getAsLong();
             } else if (next != Phase.SPINNING && phase == Phase.SPINNING) {
-                spinEnded(now);
+                boolean marked = switchesAtMark >= 0;
+                long switches = spinEnded(now);
+                if (next == Phase.YIELDING && spinNanos > 0) {
+                    // The count the yields are judged by: none when the spin was preempted (it learns nothing).
+                    switchesAtYield = marked ? switches : involuntarySwitches.getAsLong();
+                }
             }
             phase = next;
         }
@@ -229,21 +291,25 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
 
     /**
      * A spin is over (it gave way to yielding, the wait ended, or progress restarted it): if it passed the
-     * mark and this thread was switched off its CPU since, stop spinning for the penalty period.
+     * mark and this thread was switched off its CPU since, stop spinning for the penalty period. Returns the switch
+     * count it read, or -1 when it read none, the count is unavailable, or the spin was preempted.
      */
-    private void spinEnded(long now) {
+    private long spinEnded(long now) {
         if (switchesAtMark < 0) {
-            return;
+            return -1;
         }
         long switches = involuntarySwitches.getAsLong();
         if (switches > switchesAtMark) {
             preemptedSpins++;
             noSpinUntil = now + penaltyNanos;
             penaltyNanos = Math.min(MAX_PENALTY_NANOS, 2 * penaltyNanos);
+            learnedSpinNanos = SPIN_NANOS;
+            switches = -1;
         } else if (switches >= 0) {
             penaltyNanos = MIN_PENALTY_NANOS;
         }
         switchesAtMark = -1;
+        return switches;
     }
 
     /** The wait in progress is over: counts it (if it idled) and readies the next one. */
@@ -273,6 +339,11 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
         noSpinUntil = nanoClock.getAsLong();
     }
 
+    /** The spin the next wait gets unless the ranks outnumber the CPUs or a preempted spin's penalty lasts. */
+    long learnedSpinNanos() {
+        return learnedSpinNanos;
+    }
+
     /** The phase of the next idle, as decided at the last reading of the clock. */
     public Phase phase() {
         return phase;
@@ -286,15 +357,16 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
 
     @Override
     public String toString() {
-        return "adaptiveBackoff(spin " + SPIN_NANOS + " ns unless a spin was preempted lately, yield " + yieldNanos
-                + " ns, then park " + PARK_NANOS + " ns)";
+        return "adaptiveBackoff(spin " + learnedSpinNanos + " ns unless a spin was preempted lately, yield "
+                + yieldNanos + " ns, then park " + PARK_NANOS + " ns)";
     }
 
     /**
      * Running totals of one strategy, read from plain fields the waiting thread writes (a read from another
      * thread may be stale or mix two moments).
      *
-     * @param spinNanos      how long the latest wait could spin (0 when oversubscribed or in a penalty)
+     * @param spinNanos      how long the latest wait could spin (0 when oversubscribed or in a penalty; learned, see
+     *                       the class comment)
      * @param waits          waits that idled at least once
      * @param servedSpinning of those, the waits that ended in the spin phase
      * @param spins          idles spent spinning ({@link Thread#onSpinWait()})

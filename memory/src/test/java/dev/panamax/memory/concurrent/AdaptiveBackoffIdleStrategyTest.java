@@ -212,6 +212,7 @@ class AdaptiveBackoffIdleStrategyTest {
     @Test
     void progressRestartsTheSpinWithinAWait() {
         AdaptiveBackoffIdleStrategy s = strategy(false);
+        switches = -1; // unknown: the spin stays SPIN (learning is tested below)
         assertEquals(Phase.SPINNING, idleAt(s, 0));
         assertEquals(Phase.YIELDING, idleAt(s, SPIN));
         s.idle(1);
@@ -239,6 +240,119 @@ class AdaptiveBackoffIdleStrategyTest {
         assertEquals(100, s.counts().spins());
         assertEquals(0, s.counts().yields() + s.counts().parks() + s.counts().sleeps());
         assertEquals(0, clockReads, "a spin-only wait reads no clock");
+    }
+
+    /**
+     * One wait from {@code at} that spins out its spin and ends while yielding at {@code at + length}; with
+     * {@code switched}, a yield let another thread run.
+     */
+    private void waitEndingInTheYields(AdaptiveBackoffIdleStrategy s, long at, long length, boolean switched) {
+        s.reset();
+        long spin = s.learnedSpinNanos();
+        assertEquals(Phase.SPINNING, idleAt(s, at));
+        idleAt(s, at + AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS);
+        assertEquals(Phase.YIELDING, idleAt(s, at + Math.min(length, spin)), "the spin is over");
+        if (switched) {
+            switches++;
+        }
+        now = START + at + length;
+        s.waitEnded();
+    }
+
+    @Test
+    void aWaitThatYieldedOnAFreeCpuLengthensTheSpinOfLaterWaits() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        waitEndingInTheYields(s, 0, 120_000, false);
+        long learned = (SPIN + 180_000 + 1) / 2;
+        assertEquals(learned, s.learnedSpinNanos(), "halfway to 1.5 times the wait");
+        s.reset();
+        assertEquals(Phase.SPINNING, idleAt(s, 1_000_000));
+        assertEquals(Phase.SPINNING, idleAt(s, 1_000_000 + learned - 1));
+        assertEquals(Phase.YIELDING, idleAt(s, 1_000_000 + learned));
+        s.waitEnded();
+        for (int wait = 0; wait < 20; wait++) {
+            waitFrom(s, 2_000_000 + wait * 1_000_000L, 120_000, false);
+        }
+        assertTrue(s.learnedSpinNanos() > 120_000, "waits of 120 us end while spinning: "
+                + s.learnedSpinNanos());
+        assertEquals(20, s.counts().servedSpinning());
+    }
+
+    @Test
+    void theLearnedSpinStopsAtItsLongestAndWaitsLongerThanThatTeachNothing() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        for (int wait = 0; wait < 30; wait++) {
+            waitEndingInTheYields(s, wait * 10_000_000L, AdaptiveBackoffIdleStrategy.MAX_SPIN_NANOS, false);
+        }
+        assertEquals(AdaptiveBackoffIdleStrategy.MAX_SPIN_NANOS, s.learnedSpinNanos());
+        waitEndingInTheYields(s, 400_000_000L, AdaptiveBackoffIdleStrategy.MAX_SPIN_NANOS + 1, false);
+        assertEquals(SPIN, s.learnedSpinNanos(), "a wait no spin may cover");
+    }
+
+    @Test
+    void aYieldThatLetAnotherThreadRunTeachesNoLongerSpinAndUndoesOne() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        waitEndingInTheYields(s, 0, 100_000, true);
+        assertEquals(SPIN, s.learnedSpinNanos(), "the CPU is shared: the yield was not wasted");
+        waitEndingInTheYields(s, 1_000_000, 100_000, false);
+        assertTrue(s.learnedSpinNanos() > SPIN);
+        waitEndingInTheYields(s, 2_000_000, 200_000, true);
+        assertEquals(SPIN, s.learnedSpinNanos());
+    }
+
+    @Test
+    void aPreemptedSpinOrAWaitThatReachedTheParksPutsTheSpinBack() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        waitEndingInTheYields(s, 0, 200_000, false);
+        assertTrue(s.learnedSpinNanos() > SPIN);
+        waitFrom(s, 1_000_000, 20_000, true);
+        assertEquals(1, s.counts().preemptedSpins());
+        s.reset();
+        idleAt(s, 1_020_000 + PENALTY);
+        assertEquals(SPIN, s.counts().spinNanos(), "back to the shortest spin after the penalty");
+        s.waitEnded();
+        long at = 2 * PENALTY;
+        waitEndingInTheYields(s, at, 200_000, false);
+        long learned = s.learnedSpinNanos();
+        assertTrue(learned > SPIN);
+        s.reset();
+        idleAt(s, at + 1_000_000);
+        idleAt(s, at + 1_000_000 + AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS);
+        assertEquals(Phase.PARKING, idleAt(s, at + 1_000_000 + learned + AdaptiveBackoffIdleStrategy.YIELD_NANOS));
+        s.waitEnded();
+        s.reset();
+        idleAt(s, at + 10_000_000);
+        assertEquals(SPIN, s.learnedSpinNanos(), "a wait that parked");
+    }
+
+    @Test
+    void waitsServedSpinningPullTheSpinBackTowardsTwiceTheirLength() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        for (int wait = 0; wait < 30; wait++) {
+            waitEndingInTheYields(s, wait * 10_000_000L, AdaptiveBackoffIdleStrategy.MAX_SPIN_NANOS, false);
+        }
+        assertEquals(AdaptiveBackoffIdleStrategy.MAX_SPIN_NANOS, s.learnedSpinNanos());
+        long at = 1_000_000_000L;
+        for (int wait = 0; wait < 200; wait++) {
+            waitFrom(s, at + wait * 1_000_000L, 1_000, false);
+        }
+        assertTrue(s.learnedSpinNanos() <= SPIN + 100, "short waits bring it down: " + s.learnedSpinNanos());
+        assertTrue(s.learnedSpinNanos() >= SPIN, "never below " + SPIN);
+    }
+
+    @Test
+    void oversubscribedLearnsNoSpin() {
+        AdaptiveBackoffIdleStrategy s = strategy(true);
+        for (int wait = 0; wait < 5; wait++) {
+            s.reset();
+            idleAt(s, wait * 1_000_000L);
+            idleAt(s, wait * 1_000_000L + 100_000);
+            s.waitEnded();
+        }
+        s.reset();
+        assertEquals(Phase.YIELDING, idleAt(s, 10_000_000));
+        assertEquals(0, s.counts().spinNanos());
+        assertEquals(SPIN, s.learnedSpinNanos());
     }
 
     @Test
