@@ -27,15 +27,15 @@ import java.util.function.LongSupplier;
  * {@link #MAX_PENALTY_NANOS}). Short spins, the common case when the peer is running, make no system call.
  * Where the count is unavailable (not Linux) only the oversubscription decides.
  *
- * <p>The spin lengthens where waits typically outlast it but no one else wants the CPU: a step of a large message
- * that waits while the peer copies or reduces its part, a peer across a network. A wait that ended while yielding,
- * within {@link #MAX_SPIN_NANOS}, and whose yields never switched to another thread (the involuntary-switch count,
- * read when the spin ended and when the wait did, did not move: each yield found the CPU free and came straight
- * back) would have been served as well by spinning, without a system call per round; the spin of later waits moves
- * halfway towards 1.5 times its length. Waits served spinning pull it back slowly towards twice their length, never
- * below {@link #SPIN_NANOS}; a yield that let another thread run, a preempted spin, or a wait that reached the
- * parking phase puts it back to {@link #SPIN_NANOS} at once. So ranks that share a CPU, which hand it to each other
- * by yielding, never learn a longer spin.
+ * <p>In waits the caller allows it ({@link #allowLongerSpin(boolean)}), the spin lengthens where waits typically
+ * outlast it but no one else wants the CPU: a step of a large message that waits while the peer copies or reduces its
+ * part. A wait that ended while yielding, within {@link #MAX_SPIN_NANOS}, and whose yields never switched to another
+ * thread (the involuntary-switch count, read when the spin ended and when the wait did, did not move: each yield found
+ * the CPU free and came straight back) would have been served as well by spinning, without a system call per round;
+ * the spin of later such waits moves halfway towards 1.5 times its length. Waits served spinning pull it back slowly
+ * towards twice their length, never below {@link #SPIN_NANOS}; a yield that let another thread run, a preempted spin,
+ * or a wait that reached the parking phase puts it back to {@link #SPIN_NANOS} at once. So ranks that share a CPU,
+ * which hand it to each other by yielding, never learn a longer spin.
  *
  * <p>Two simpler rules were measured and dropped (docs/results/performance.md): a budget learned from
  * whether waits ended while spinning (which could shrink it to nothing), and any involuntary switch (yields
@@ -83,8 +83,13 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     private final long yieldNanos;
     /** The spin of the wait in progress (0 or {@link #learnedSpinNanos}), chosen at its first idle after a reset. */
     private long spinNanos;
-    /** The spin a wait gets while the CPU is not contended: {@link #SPIN_NANOS} up to {@link #MAX_SPIN_NANOS}. */
+    /**
+     * The spin a wait that allows it gets while the CPU is not contended: {@link #SPIN_NANOS} up to
+     * {@link #MAX_SPIN_NANOS}.
+     */
     private long learnedSpinNanos = SPIN_NANOS;
+    /** Whether the wait in progress may spin {@link #learnedSpinNanos} and teach it; until {@link #waitEnded()}. */
+    private boolean longerSpinAllowed;
     private int rounds;
     /** Whether the wait in progress has idled at all (for the counts). */
     private boolean idled;
@@ -146,7 +151,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
         if (switchesAtMark >= 0) {
             spinEnded(nanoClock.getAsLong());
         }
-        if (clocked) {
+        if (clocked && longerSpinAllowed) {
             learn();
         }
         clocked = false;
@@ -269,7 +274,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
                 idleSince = now;
                 idled = true;
                 clocked = true;
-                spinNanos = oversubscribed || inPenalty(now) ? 0 : learnedSpinNanos;
+                spinNanos = oversubscribed || inPenalty(now) ? 0 : longerSpinAllowed ? learnedSpinNanos : SPIN_NANOS;
             }
             long idle = now - idleSince;
             Phase next = idle < spinNanos ? Phase.SPINNING : idle < spinNanos + yieldNanos ? Phase.YIELDING
@@ -279,7 +284,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
             } else if (next != Phase.SPINNING && phase == Phase.SPINNING) {
                 boolean marked = switchesAtMark >= 0;
                 long switches = spinEnded(now);
-                if (next == Phase.YIELDING && spinNanos > 0) {
+                if (next == Phase.YIELDING && spinNanos > 0 && longerSpinAllowed) {
                     // The count the yields are judged by: none when the spin was preempted (it learns nothing).
                     switchesAtYield = marked ? switches : involuntarySwitches.getAsLong();
                 }
@@ -312,6 +317,15 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
         return switches;
     }
 
+    /**
+     * Lets the wait in progress, until {@link #waitEnded()}, spin longer than {@link #SPIN_NANOS} if earlier such waits
+     * taught it to, and teach it (see the class comment); call before its first idle. Off by default: measured to pay
+     * where a shared-memory peer copies or reduces a large message's part, not (yet) for network peers.
+     */
+    public void allowLongerSpin(boolean allowed) {
+        longerSpinAllowed = allowed;
+    }
+
     /** The wait in progress is over: counts it (if it idled) and readies the next one. */
     public void waitEnded() {
         if (idled) {
@@ -322,6 +336,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
             }
         }
         reset();
+        longerSpinAllowed = false;
     }
 
     /** Whether waits yield at once at {@code now} (a clock reading) because a spin was preempted lately. */

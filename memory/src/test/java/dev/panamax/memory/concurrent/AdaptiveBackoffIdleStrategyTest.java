@@ -28,6 +28,8 @@ class AdaptiveBackoffIdleStrategyTest {
     /** The thread's involuntary switch count as the strategy reads it; -1: unavailable. */
     private long switches;
     private int switchReads;
+    /** Whether the waits of {@link #waitFrom} and {@link #waitEndingInTheYields} allow a longer spin. */
+    private boolean longer;
 
     private AdaptiveBackoffIdleStrategy strategy(boolean oversubscribed) {
         return new AdaptiveBackoffIdleStrategy(oversubscribed, () -> {
@@ -51,6 +53,7 @@ class AdaptiveBackoffIdleStrategyTest {
     /** One wait that begins at {@code at} and idles until {@code at + length}; returns whether it could spin. */
     private boolean waitFrom(AdaptiveBackoffIdleStrategy s, long at, long length, boolean preempted) {
         s.reset();
+        s.allowLongerSpin(longer);
         idleAt(s, at);
         boolean spun = s.phase() == Phase.SPINNING;
         if (length >= AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS) {
@@ -248,7 +251,8 @@ class AdaptiveBackoffIdleStrategyTest {
      */
     private void waitEndingInTheYields(AdaptiveBackoffIdleStrategy s, long at, long length, boolean switched) {
         s.reset();
-        long spin = s.learnedSpinNanos();
+        s.allowLongerSpin(longer);
+        long spin = longer ? s.learnedSpinNanos() : SPIN;
         assertEquals(Phase.SPINNING, idleAt(s, at));
         idleAt(s, at + AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS);
         assertEquals(Phase.YIELDING, idleAt(s, at + Math.min(length, spin)), "the spin is over");
@@ -261,11 +265,13 @@ class AdaptiveBackoffIdleStrategyTest {
 
     @Test
     void aWaitThatYieldedOnAFreeCpuLengthensTheSpinOfLaterWaits() {
+        longer = true;
         AdaptiveBackoffIdleStrategy s = strategy(false);
         waitEndingInTheYields(s, 0, 120_000, false);
         long learned = (SPIN + 180_000 + 1) / 2;
         assertEquals(learned, s.learnedSpinNanos(), "halfway to 1.5 times the wait");
         s.reset();
+        s.allowLongerSpin(true);
         assertEquals(Phase.SPINNING, idleAt(s, 1_000_000));
         assertEquals(Phase.SPINNING, idleAt(s, 1_000_000 + learned - 1));
         assertEquals(Phase.YIELDING, idleAt(s, 1_000_000 + learned));
@@ -280,6 +286,7 @@ class AdaptiveBackoffIdleStrategyTest {
 
     @Test
     void theLearnedSpinStopsAtItsLongestAndWaitsLongerThanThatTeachNothing() {
+        longer = true;
         AdaptiveBackoffIdleStrategy s = strategy(false);
         for (int wait = 0; wait < 30; wait++) {
             waitEndingInTheYields(s, wait * 10_000_000L, AdaptiveBackoffIdleStrategy.MAX_SPIN_NANOS, false);
@@ -291,6 +298,7 @@ class AdaptiveBackoffIdleStrategyTest {
 
     @Test
     void aYieldThatLetAnotherThreadRunTeachesNoLongerSpinAndUndoesOne() {
+        longer = true;
         AdaptiveBackoffIdleStrategy s = strategy(false);
         waitEndingInTheYields(s, 0, 100_000, true);
         assertEquals(SPIN, s.learnedSpinNanos(), "the CPU is shared: the yield was not wasted");
@@ -302,12 +310,14 @@ class AdaptiveBackoffIdleStrategyTest {
 
     @Test
     void aPreemptedSpinOrAWaitThatReachedTheParksPutsTheSpinBack() {
+        longer = true;
         AdaptiveBackoffIdleStrategy s = strategy(false);
         waitEndingInTheYields(s, 0, 200_000, false);
         assertTrue(s.learnedSpinNanos() > SPIN);
         waitFrom(s, 1_000_000, 20_000, true);
         assertEquals(1, s.counts().preemptedSpins());
         s.reset();
+        s.allowLongerSpin(true);
         idleAt(s, 1_020_000 + PENALTY);
         assertEquals(SPIN, s.counts().spinNanos(), "back to the shortest spin after the penalty");
         s.waitEnded();
@@ -316,17 +326,20 @@ class AdaptiveBackoffIdleStrategyTest {
         long learned = s.learnedSpinNanos();
         assertTrue(learned > SPIN);
         s.reset();
+        s.allowLongerSpin(true);
         idleAt(s, at + 1_000_000);
         idleAt(s, at + 1_000_000 + AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS);
         assertEquals(Phase.PARKING, idleAt(s, at + 1_000_000 + learned + AdaptiveBackoffIdleStrategy.YIELD_NANOS));
         s.waitEnded();
         s.reset();
+        s.allowLongerSpin(true);
         idleAt(s, at + 10_000_000);
         assertEquals(SPIN, s.learnedSpinNanos(), "a wait that parked");
     }
 
     @Test
     void waitsServedSpinningPullTheSpinBackTowardsTwiceTheirLength() {
+        longer = true;
         AdaptiveBackoffIdleStrategy s = strategy(false);
         for (int wait = 0; wait < 30; wait++) {
             waitEndingInTheYields(s, wait * 10_000_000L, AdaptiveBackoffIdleStrategy.MAX_SPIN_NANOS, false);
@@ -341,10 +354,37 @@ class AdaptiveBackoffIdleStrategyTest {
     }
 
     @Test
+    void waitsThatDoNotAllowALongerSpinNeitherGetOneNorTeachOne() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        longer = true;
+        waitEndingInTheYields(s, 0, 200_000, false);
+        long learned = s.learnedSpinNanos();
+        assertTrue(learned > SPIN);
+        longer = false;
+        int reads = switchReads;
+        waitEndingInTheYields(s, 1_000_000, 400_000, false);
+        assertEquals(reads + 2, switchReads, "the mark and the spin's end; nothing read for learning");
+        assertEquals(learned, s.learnedSpinNanos(), "taught nothing");
+        waitFrom(s, 2_000_000, 1_000, false);
+        assertEquals(learned, s.learnedSpinNanos(), "a short wait that does not allow it pulls nothing back");
+        longer = true;
+        s.reset();
+        s.allowLongerSpin(true);
+        assertEquals(Phase.SPINNING, idleAt(s, 3_000_000));
+        assertEquals(Phase.SPINNING, idleAt(s, 3_000_000 + learned - 1), "a wait that allows it spins longer");
+        s.waitEnded();
+        s.reset();
+        assertEquals(Phase.SPINNING, idleAt(s, 4_000_000));
+        assertEquals(Phase.YIELDING, idleAt(s, 4_000_000 + SPIN), "waitEnded withdrew the permission");
+    }
+
+    @Test
     void oversubscribedLearnsNoSpin() {
+        longer = true;
         AdaptiveBackoffIdleStrategy s = strategy(true);
         for (int wait = 0; wait < 5; wait++) {
             s.reset();
+            s.allowLongerSpin(true);
             idleAt(s, wait * 1_000_000L);
             idleAt(s, wait * 1_000_000L + 100_000);
             s.waitEnded();

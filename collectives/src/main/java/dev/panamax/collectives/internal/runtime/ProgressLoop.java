@@ -210,6 +210,7 @@ public final class ProgressLoop {
                 waitSince = now;
                 wakeSignal = commonWakeSignal(rs, count);
                 separable = separation != null && CpuSeparation.applies(rs, count);
+                backoff.allowLongerSpin(allOnSharedMemory(rs, count));
             } else if (now - lastCheck > LIVENESS_CHECK_NANOS) {
                 lastCheck = now;
                 try {
@@ -242,6 +243,21 @@ public final class ProgressLoop {
                 backoff.idle(wakeSignal);
             }
         }
+    }
+
+    /**
+     * Whether every pending request is on a shared-memory link (one that {@link Link#canShareCpu()}): only such waits
+     * may learn a spin longer than the shortest (measured to pay while a shared-memory peer copies or reduces a large
+     * message's part; over verbs in a virtual machine it did not, docs/results/performance.md).
+     */
+    private static boolean allOnSharedMemory(Request[] rs, int count) {
+        for (int i = 0; i < count; i++) {
+            Request r = rs[i];
+            if (r != null && !r.isDone() && !r.link().canShareCpu()) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
