@@ -81,7 +81,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     private final LongSupplier involuntarySwitches;
     private final boolean oversubscribed;
     private final long yieldNanos;
-    /** The spin of the wait in progress (0 or {@link #learnedSpinNanos}), chosen at its first idle after a reset. */
+    /** The spin of the wait in progress (0, {@link #SPIN_NANOS} or the learned one), chosen at its first idle. */
     private long spinNanos;
     /**
      * The spin a wait that allows it gets while the CPU is not contended: {@link #SPIN_NANOS} up to
@@ -354,7 +354,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
         noSpinUntil = nanoClock.getAsLong();
     }
 
-    /** The spin the next wait gets unless the ranks outnumber the CPUs or a preempted spin's penalty lasts. */
+    /** The spin a next wait that allows a longer one gets, unless oversubscribed or in a preempted spin's penalty. */
     long learnedSpinNanos() {
         return learnedSpinNanos;
     }

@@ -59,8 +59,8 @@ public final class CommunicatorMBean implements DynamicMBean {
                             "the collective in progress with its algorithm and stage, and the requests waited on and "
                                     + "for how long; empty when idle"),
                     attribute("SpinNanos", "long",
-                            "how long the latest wait could spin before yielding (learned, 50-500 us; 0 while the CPUs "
-                                    + "are contended)"),
+                            "how long the latest wait could spin before yielding (50 us; on shared memory up to 500 "
+                                    + "us, learned; 0 while the CPUs are contended)"),
                     attribute("IdleWaits", "long", "the waits that had to idle, so far"),
                     attribute("WaitsServedSpinning", "long", "of those, the waits that ended while spinning"),
                     attribute("Spins", "long", "idles spent spinning, so far"),
