@@ -284,14 +284,19 @@ class AdaptiveBackoffIdleStrategyTest {
         assertEquals(20, s.counts().servedSpinning());
     }
 
-    @Test
-    void theLearnedSpinStopsAtItsLongestAndWaitsLongerThanThatTeachNothing() {
-        longer = true;
-        AdaptiveBackoffIdleStrategy s = strategy(false);
+    /** Waits of the longest learnable length, each ending in the yields, until the spin is that long. */
+    private void learnTheLongestSpin(AdaptiveBackoffIdleStrategy s) {
         for (int wait = 0; wait < 30; wait++) {
             waitEndingInTheYields(s, wait * 10_000_000L, AdaptiveBackoffIdleStrategy.MAX_SPIN_NANOS, false);
         }
         assertEquals(AdaptiveBackoffIdleStrategy.MAX_SPIN_NANOS, s.learnedSpinNanos());
+    }
+
+    @Test
+    void theLearnedSpinStopsAtItsLongestAndWaitsLongerThanThatTeachNothing() {
+        longer = true;
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        learnTheLongestSpin(s);
         waitEndingInTheYields(s, 400_000_000L, AdaptiveBackoffIdleStrategy.MAX_SPIN_NANOS + 1, false);
         assertEquals(SPIN, s.learnedSpinNanos(), "a wait no spin may cover");
     }
@@ -341,10 +346,7 @@ class AdaptiveBackoffIdleStrategyTest {
     void waitsServedSpinningPullTheSpinBackTowardsTwiceTheirLength() {
         longer = true;
         AdaptiveBackoffIdleStrategy s = strategy(false);
-        for (int wait = 0; wait < 30; wait++) {
-            waitEndingInTheYields(s, wait * 10_000_000L, AdaptiveBackoffIdleStrategy.MAX_SPIN_NANOS, false);
-        }
-        assertEquals(AdaptiveBackoffIdleStrategy.MAX_SPIN_NANOS, s.learnedSpinNanos());
+        learnTheLongestSpin(s);
         long at = 1_000_000_000L;
         for (int wait = 0; wait < 200; wait++) {
             waitFrom(s, at + wait * 1_000_000L, 1_000, false);
