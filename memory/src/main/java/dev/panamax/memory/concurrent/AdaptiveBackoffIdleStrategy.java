@@ -372,8 +372,9 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
 
     @Override
     public String toString() {
-        return "adaptiveBackoff(spin " + learnedSpinNanos + " ns unless a spin was preempted lately, yield "
-                + yieldNanos + " ns, then park " + PARK_NANOS + " ns)";
+        return "adaptiveBackoff(spin " + SPIN_NANOS + " ns (" + learnedSpinNanos + " ns learned, in waits that allow "
+                + "it) unless a spin was preempted lately, yield " + yieldNanos + " ns, then park " + PARK_NANOS
+                + " ns)";
     }
 
     /**
