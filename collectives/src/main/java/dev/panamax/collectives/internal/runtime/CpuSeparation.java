@@ -15,9 +15,11 @@ import java.lang.foreign.MemorySegment;
  * to it, 100 us per 8-byte all-reduce instead of 0.4; both stay cache-hot, so the load balancer leaves them there
  * (scheduler traces: docs/results/performance.md). Beside a CPU-bound process it is the usual state. So a wait
  * that has lasted {@link #CHECK_AFTER_NANOS} (or yields at once) publishes the CPU it runs on where same-host peers
- * read it ({@link Link#shareCpu}), again whenever it finds itself on another one; a rank that finds a lower rank
- * it waits for, also waiting, on the same CPU moves itself off that CPU ({@link Libc#moveOffCpu}: its affinity
- * narrowed for the one migration, then restored, so a mask the user set is kept), at most once per
+ * read it ({@link Link#shareCpu}: in the shared-memory inbox, or, for verbs and TCP links between ranks of one
+ * host, in the transport's {@code CpuBoard}), again whenever it finds itself on another one, and withdraws it when
+ * it ends or parks (a parked rank takes no CPU from anyone); a rank that finds a
+ * lower rank it waits for, also waiting, on the same CPU moves itself off that CPU ({@link Libc#moveOffCpu}: its
+ * affinity narrowed for the one migration, then restored, so a mask the user set is kept), at most once per
  * {@link #MIN_MOVE_INTERVAL_NANOS}. Only the higher rank of a pair moves, so that the two do not swap CPUs. Not
  * used where the ranks outnumber the CPUs (they must share) or waits only spin. Not thread-safe: the wait's
  * thread only.
@@ -87,8 +89,11 @@ final class CpuSeparation {
         return false;
     }
 
-    /** The wait is over: withdraws the published CPU (a stale one would make a peer move for nothing). */
-    void waitEnded() {
+    /**
+     * The wait is over, or it parks from now on (it takes no CPU from a peer then): withdraws the published CPU, as a
+     * stale one would make a peer move for nothing. A later {@link #check} publishes it again.
+     */
+    void withdraw() {
         if (publishedOn != null) {
             Link link = publishedOn;
             publishedOn = null;

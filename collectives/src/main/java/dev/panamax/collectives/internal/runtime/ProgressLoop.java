@@ -150,7 +150,7 @@ public final class ProgressLoop {
             pollUntilDone(rs, count);
         } finally {
             if (separation != null) {
-                separation.waitEnded(); // also when the wait fails: a published CPU left behind misleads the peer
+                separation.withdraw(); // also when the wait fails: a published CPU left behind misleads the peer
             }
         }
     }
@@ -229,7 +229,11 @@ public final class ProgressLoop {
             if (spinOnly) {
                 backoff.spin();
             } else {
-                if (separable && (now - start >= CpuSeparation.CHECK_AFTER_NANOS || backoff.inPenalty(now))) {
+                if (separable && backoff.phase() == Phase.PARKING) {
+                    // Parked or asleep, this rank takes no CPU from the peer: a CPU left published would only move a
+                    // peer that spins beside it for nothing (large verbs broadcasts in the RDMA VM: 1.4 moves a call).
+                    separation.withdraw();
+                } else if (separable && (now - start >= CpuSeparation.CHECK_AFTER_NANOS || backoff.inPenalty(now))) {
                     boolean moved;
                     try {
                         moved = separation.check(rs, count, now);
@@ -246,14 +250,14 @@ public final class ProgressLoop {
     }
 
     /**
-     * Whether every pending request is on a shared-memory link (one that {@link Link#canShareCpu()}): only such waits
+     * Whether every pending request is on a shared-memory link ({@link Link#isSharedMemory()}): only such waits
      * may learn a spin longer than the shortest (measured to pay while a shared-memory peer copies or reduces a large
      * message's part; over verbs in a virtual machine it did not, docs/results/performance.md).
      */
     private static boolean allOnSharedMemory(Request[] rs, int count) {
         for (int i = 0; i < count; i++) {
             Request r = rs[i];
-            if (r != null && !r.isDone() && !r.link().canShareCpu()) {
+            if (r != null && !r.isDone() && !r.link().isSharedMemory()) {
                 return false;
             }
         }

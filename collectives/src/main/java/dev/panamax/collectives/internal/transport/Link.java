@@ -8,6 +8,7 @@ import dev.panamax.memory.ReduceOp;
 import dev.panamax.memory.concurrent.WakeSignal;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
@@ -38,8 +39,13 @@ public abstract class Link implements AutoCloseable {
         }
     }
 
+    private static final VarHandle CPU_WORD = ValueLayout.JAVA_LONG.varHandle();
+
     protected final int peer;
     private volatile int blame = -1;
+    /** This rank's and the peer's published CPU + 1 ({@link CpuBoard}); null where the link has no such words. */
+    private MemorySegment ownCpuWord;
+    private MemorySegment peerCpuWord;
     /**
      * {@link #BUSY} while a thread is inside progress or checkPeer; {@link #CLOSING} once close
      * began (progress refused from then on); {@link #CLOSED} once the peer was told (release allowed).
@@ -110,23 +116,47 @@ public abstract class Link implements AutoCloseable {
     public void wakePeer() {
     }
 
-    /** Whether {@link #shareCpu} and {@link #peerCpu} work over this link (the default: no). */
-    public boolean canShareCpu() {
+    /**
+     * Whether the peer's messages arrive through memory both processes map (then a wait may spin longer while the
+     * peer copies or reduces, see the runtime's ProgressLoop). False by default.
+     */
+    public boolean isSharedMemory() {
         return false;
+    }
+
+    /**
+     * Whether {@link #shareCpu} and {@link #peerCpu} work over this link: by default, once a {@link CpuBoard} gave it
+     * the two words (a peer of this host).
+     */
+    public boolean canShareCpu() {
+        return peerCpuWord != null;
     }
 
     /**
      * Publishes the CPU this rank's waiting thread runs on ({@code -1}: none, it stopped waiting) where the peer can
      * read it with {@link #peerCpu()}; does nothing where the link cannot ({@link #canShareCpu()} false: ranks on
      * other hosts or in one process). Links of one rank that share the published word may publish through any of
-     * them.
+     * them. Throws {@link IllegalStateException} once the word's mapping was released (the communicator closed).
      */
     public void shareCpu(int cpu) {
+        if (ownCpuWord != null) {
+            CPU_WORD.setOpaque(ownCpuWord, 0L, (long) cpu + 1);
+        }
     }
 
     /** The CPU the peer last published with {@link #shareCpu}, or -1 (none, or not readable over this link). */
     public int peerCpu() {
-        return -1;
+        return peerCpuWord == null ? -1 : (int) ((long) CPU_WORD.getOpaque(peerCpuWord, 0L) - 1);
+    }
+
+    /**
+     * Lets {@link #shareCpu} and {@link #peerCpu} work over a link whose transport has no shared memory of its own:
+     * {@code own} holds this rank's CPU + 1, {@code peerWord} the peer's (each a long at offset 0, mapped by both
+     * processes, valid while the link is). Called once, before the link's first wait.
+     */
+    public final void shareCpuThrough(MemorySegment own, MemorySegment peerWord) {
+        this.ownCpuWord = own;
+        this.peerCpuWord = peerWord;
     }
 
     /**

@@ -114,6 +114,10 @@ public final class TransportSelector {
                     sessions.add(t.connect(rendezvous, mine, links));
                 }
             }
+            Transport.Session board = CpuBoard.connect(rendezvous, self, peers, links);
+            if (board != null) {
+                sessions.add(board);
+            }
             release();
             return new Connected(links, List.copyOf(sessions));
         } catch (IOException | RuntimeException e) {

@@ -21,7 +21,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 @EnabledOnOs(OS.LINUX)
 class CpuSeparationTest {
     /** A link to {@code peer} that reports the peer's published CPU as told and records what this rank published. */
-    private static final class CpuLink extends TestLink {
+    private static class CpuLink extends TestLink {
         int peerCpu = -1;
         /** False for a link to a rank in another host or over TCP. */
         boolean canShare = true;
@@ -89,11 +89,15 @@ class CpuSeparationTest {
         assertFalse(CpuSeparation.applies(both, 2), "a completed request's link is not looked at");
     }
 
-    /** Rank 1 waits 20 ms through a progress loop for a send to rank 0, which "published" the waiter's own CPU. */
+    /** Rank 1 waits (20 ms) through a progress loop for a send to rank 0, which "published" the waiter's own CPU. */
     private static void waitThroughProgressLoop(CpuLink toRank0) {
+        waitThroughProgressLoop(toRank0, 20_000_000);
+    }
+
+    private static void waitThroughProgressLoop(CpuLink toRank0, long waitNanos) {
         Request[] rs = pendingOn(toRank0);
         toRank0.pending = rs[0];
-        toRank0.completeAtNanos = System.nanoTime() + 20_000_000;
+        toRank0.completeAtNanos = System.nanoTime() + waitNanos;
         toRank0.peerCpu = Libc.currentCpu();
         new ProgressLoop(1, 10_000_000_000L, false, false, new Link[] {toRank0}).awaitAll(rs, 1);
         assertTrue(rs[0].isDone());
@@ -107,6 +111,30 @@ class CpuSeparationTest {
         assertTrue(toRank0.publications.size() >= 2 && toRank0.publications.getFirst() >= 0,
                 "published: " + toRank0.publications);
         assertEquals(-1, toRank0.publications.getLast(), "withdrawn when the wait ended");
+    }
+
+    @Test
+    void aWaitThatParksWithdrawsItsCpuAndPublishesNothingWhileParked() {
+        currentCpu(1);
+        List<Integer> seen = new ArrayList<>();
+        CpuLink toRank0 = new CpuLink(0) {
+            @Override
+            protected void doProgress() {
+                if (pending != null && !pending.isDone()) {
+                    seen.add(shared());
+                }
+                super.doProgress();
+            }
+        };
+        // 100 ms: parking begins 2 ms in, but a loaded machine's yields can delay the phase change by time slices.
+        waitThroughProgressLoop(toRank0, 100_000_000);
+
+        int published = seen.indexOf(seen.stream().filter(cpu -> cpu >= 0).findFirst().orElse(-3));
+        assertTrue(published >= 0, "published early in the wait: " + seen.subList(0, Math.min(40, seen.size())));
+        int withdrawn = seen.subList(published, seen.size()).indexOf(-1);
+        assertTrue(withdrawn > 0, "withdrawn while still waiting, once parked");
+        assertTrue(seen.subList(published + withdrawn, seen.size()).stream().allMatch(cpu -> cpu == -1),
+                "nothing published again while parked");
     }
 
     @Test
@@ -130,7 +158,7 @@ class CpuSeparationTest {
         assertNotEquals(cpu, Libc.currentCpu(), "sched_setaffinity migrates the thread before it returns");
         assertEquals(cpus, Runtime.getRuntime().availableProcessors(), "the thread's CPUs are given back");
         assertEquals(cpu, toRank0.shared(), "published where it ran when it looked");
-        rank1.waitEnded();
+        rank1.withdraw();
         assertEquals(-1, toRank0.shared(), "withdrawn when the wait ends");
     }
 
@@ -152,7 +180,8 @@ class CpuSeparationTest {
         CpuSeparation rank1 = new CpuSeparation(1);
 
         assertFalse(rank1.check(pendingOn(toRank0), 1, System.nanoTime()), "not waiting: nothing published");
-        toRank0.peerCpu = cpu + 1;
+        // A CPU this thread cannot be on: a real neighbour's number may be where the scheduler just moved it.
+        toRank0.peerCpu = cpu + (1 << 20);
         assertFalse(rank1.check(pendingOn(toRank0), 1, System.nanoTime()), "on another CPU");
     }
 
@@ -176,11 +205,11 @@ class CpuSeparationTest {
         long now = System.nanoTime();
         toRank0.peerCpu = cpu;
         assertTrue(rank1.check(pendingOn(toRank0), 1, now));
-        rank1.waitEnded();
+        rank1.withdraw();
 
         toRank0.peerCpu = Libc.currentCpu();
         assertFalse(rank1.check(pendingOn(toRank0), 1, now + CpuSeparation.MIN_MOVE_INTERVAL_NANOS - 1));
-        rank1.waitEnded();
+        rank1.withdraw();
         toRank0.peerCpu = Libc.currentCpu();
         assertTrue(rank1.check(pendingOn(toRank0), 1, now + CpuSeparation.MIN_MOVE_INTERVAL_NANOS));
     }

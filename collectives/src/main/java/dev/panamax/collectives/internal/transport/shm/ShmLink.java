@@ -180,6 +180,11 @@ public final class ShmLink extends Link {
     }
 
     @Override
+    public boolean isSharedMemory() {
+        return true;
+    }
+
+    @Override
     public boolean canShareCpu() {
         return true;
     }

@@ -4,6 +4,7 @@ import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.collectives.internal.auth.MutualAuth;
 import dev.panamax.collectives.internal.transport.Link;
+import dev.panamax.collectives.internal.transport.MemoryRendezvous;
 import dev.panamax.collectives.internal.transport.PeerInfo;
 import dev.panamax.collectives.internal.transport.Rendezvous;
 import dev.panamax.collectives.internal.transport.Request;
@@ -21,13 +22,9 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.net.InetAddress;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -222,7 +219,7 @@ class TcpLinkTest {
 
     /** Rank 0's link to rank 1 and rank 1's link to rank 0, each rank wanting {@code wanted0}, {@code wanted1}. */
     private static List<Link> connect(int wanted0, int wanted1) {
-        Board board = new Board();
+        MemoryRendezvous board = new MemoryRendezvous(2, TIMEOUT_NANOS);
         return RankThreads.onEachRank(2, rank -> {
             Transport t = new TcpTransport(MutualAuth.of(null), "127.0.0.1", rank == 0 ? wanted0 : wanted1);
             Rendezvous rv = board.as(rank);
@@ -235,54 +232,5 @@ class TcpLinkTest {
             }
             return links[1 - rank];
         });
-    }
-
-    /** A rendezvous board in memory for two ranks of one process. */
-    private static final class Board {
-        private final Map<String, String> values = new ConcurrentHashMap<>();
-        private final CountDownLatch published = new CountDownLatch(2);
-
-        Rendezvous as(int rank) {
-            return new Rendezvous() {
-                @Override
-                public int rank() {
-                    return rank;
-                }
-
-                @Override
-                public int size() {
-                    return 2;
-                }
-
-                @Override
-                public long timeoutNanos() {
-                    return TIMEOUT_NANOS;
-                }
-
-                @Override
-                public void publish(String name, String value) {
-                    values.put(name + "/" + rank, value);
-                    published.countDown();
-                }
-
-                @Override
-                public String lookup(String name, int peer) {
-                    try {
-                        if (!published.await(20, TimeUnit.SECONDS)) {
-                            throw new AssertionError("rank " + peer + " published nothing");
-                        }
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        throw new AssertionError(e);
-                    }
-                    return values.get(name + "/" + peer);
-                }
-
-                @Override
-                public InetAddress localAddress() {
-                    return InetAddress.getLoopbackAddress();
-                }
-            };
-        }
     }
 }
