@@ -15,11 +15,14 @@ import java.util.List;
  * <p>Each such rank creates one small shared-memory region, a word holding its CPU + 1 (0: not waiting), and
  * publishes its handle; each link to a same-host peer that cannot share CPUs otherwise gets this rank's word and the
  * peer's ({@link Link#shareCpuThrough}). Both ends of a pair decide alike (same host identity, same transport), so a
- * rank looks up only peers that published.
+ * rank looks up only peers that published. It only speeds waits up: a region that cannot be created or mapped leaves
+ * the pair without the words rather than failing the communicator.
  */
 public final class CpuBoard {
     private static final String KEY = "cpu";
     private static final long BYTES = 64;
+    /** Published instead of a handle by a rank that could not create its region. */
+    private static final String NONE = "none";
 
     private CpuBoard() {
     }
@@ -40,16 +43,27 @@ public final class CpuBoard {
             return null;
         }
         List<SharedMemory.Region> regions = new ArrayList<>();
+        SharedMemory.Region own;
         try {
-            SharedMemory.Region own = SharedMemory.create("cpu-" + self.rank(), BYTES);
-            regions.add(own);
+            own = SharedMemory.create("cpu-" + self.rank(), BYTES);
+        } catch (RuntimeException e) {
+            // Only an optimisation: the links work without it. Peers must still learn that there is nothing to map.
+            rendezvous.publish(KEY, NONE);
+            return null;
+        }
+        regions.add(own);
+        try {
             rendezvous.publish(KEY, own.handle().encode());
             for (PeerInfo p : needing) {
+                String handle = rendezvous.lookup(KEY, p.rank());
+                if (NONE.equals(handle)) {
+                    continue;
+                }
                 SharedMemory.Region theirs;
                 try {
-                    theirs = SharedMemory.attach(SharedMemory.Handle.decode(rendezvous.lookup(KEY, p.rank())));
-                } catch (IllegalStateException gone) {
-                    // It published, then exited: the link to it fails on its own; nothing to read meanwhile.
+                    theirs = SharedMemory.attach(SharedMemory.Handle.decode(handle));
+                } catch (RuntimeException e) {
+                    // Exited, or its memory is not ours to map (another user): this pair shares no CPU word.
                     continue;
                 }
                 regions.add(theirs);
