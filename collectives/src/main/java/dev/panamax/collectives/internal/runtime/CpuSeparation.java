@@ -17,12 +17,11 @@ import java.lang.foreign.MemorySegment;
  * that has lasted {@link #CHECK_AFTER_NANOS} (or yields at once) publishes the CPU it runs on where same-host peers
  * read it ({@link Link#shareCpu}: in the shared-memory inbox, or, for verbs and TCP links between ranks of one
  * host, in the transport's {@code CpuBoard}), again whenever it finds itself on another one, and withdraws it when
- * it ends or parks (a parked rank takes no CPU from anyone); a rank that finds a
- * lower rank it waits for, also waiting, on the same CPU moves itself off that CPU ({@link Libc#moveOffCpu}: its
- * affinity narrowed for the one migration, then restored, so a mask the user set is kept), at most once per
- * {@link #MIN_MOVE_INTERVAL_NANOS}. Only the higher rank of a pair moves, so that the two do not swap CPUs. Not
- * used where the ranks outnumber the CPUs (they must share) or waits only spin. Not thread-safe: the wait's
- * thread only.
+ * it ends or parks (a parked rank takes no CPU from anyone); a rank that finds a lower rank it waits for, also
+ * waiting, on the same CPU moves itself off that CPU ({@link Libc#moveOffCpu}: its affinity narrowed for the one
+ * migration, then restored, so a mask the user set is kept), at most once per {@link #MIN_MOVE_INTERVAL_NANOS}.
+ * Only the higher rank of a pair moves, so that the two do not swap CPUs. Not used where the ranks outnumber the
+ * CPUs (they must share) or waits only spin. Not thread-safe: the wait's thread only.
  */
 final class CpuSeparation {
     /** The least time between two moves of one rank. */
