@@ -2,6 +2,7 @@ package dev.panamax.collectives.internal.runtime;
 
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
+import dev.panamax.collectives.internal.transport.TestLink;
 import dev.panamax.memory.internal.Libc;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledOnOs;

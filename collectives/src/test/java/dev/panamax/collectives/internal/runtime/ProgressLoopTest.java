@@ -4,6 +4,7 @@ import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
+import dev.panamax.collectives.internal.transport.TestLink;
 
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;

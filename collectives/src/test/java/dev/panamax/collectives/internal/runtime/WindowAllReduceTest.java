@@ -4,6 +4,7 @@ import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.SharedWindow;
+import dev.panamax.collectives.internal.transport.TestLink;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import org.junit.jupiter.api.AfterEach;

@@ -2,14 +2,11 @@ package dev.panamax.collectives.internal.transport;
 
 import dev.panamax.collectives.internal.auth.MutualAuth;
 import dev.panamax.collectives.internal.transport.tcp.TcpTransport;
-import dev.panamax.memory.DataType;
-import dev.panamax.memory.ReduceOp;
 import dev.panamax.testing.RankThreads;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledOnOs;
 import org.junit.jupiter.api.condition.OS;
 
-import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -96,7 +93,7 @@ class CpuBoardTest {
         board.as(1).publish("cpu", "none");
         board.as(2).publish("cpu", "12:99999:64");
         PeerInfo[] peers = {new PeerInfo(0, 10, "a"), new PeerInfo(1, 11, "a"), new PeerInfo(2, 12, "a")};
-        Link[] links = {null, new IdleLink(1), new IdleLink(2)};
+        Link[] links = {null, new TestLink(1), new TestLink(2)};
 
         Transport.Session session = CpuBoard.connect(board.as(0), peers[0], peers, links);
         try {
@@ -104,45 +101,6 @@ class CpuBoardTest {
             assertFalse(links[2].canShareCpu(), "rank 2's region cannot be mapped");
         } finally {
             session.close();
-        }
-    }
-
-    /** A link that moves nothing: the board looks only at whether it can share CPUs. */
-    private static final class IdleLink extends Link {
-        IdleLink(int peer) {
-            super(peer);
-        }
-
-        @Override
-        public String kind() {
-            return "idle";
-        }
-
-        @Override
-        public Request send(MemorySegment src) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
-                DataType type, ReduceOp op) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        protected void doProgress() {
-        }
-
-        @Override
-        protected void doCheckPeer() {
-        }
-
-        @Override
-        protected void signalClose() {
-        }
-
-        @Override
-        protected void release() {
         }
     }
 }

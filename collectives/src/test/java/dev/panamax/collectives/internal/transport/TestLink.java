@@ -1,15 +1,13 @@
-package dev.panamax.collectives.internal.runtime;
+package dev.panamax.collectives.internal.transport;
 
-import dev.panamax.collectives.internal.transport.Link;
-import dev.panamax.collectives.internal.transport.Request;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
 import java.lang.foreign.MemorySegment;
 
-/** A link for the runtime's unit tests: it moves no messages; a test's subclass overrides what the test looks at. */
-class TestLink extends Link {
-    TestLink(int peer) {
+/** A link for unit tests: it moves no messages; a test's subclass overrides what the test looks at. */
+public class TestLink extends Link {
+    public TestLink(int peer) {
         super(peer);
     }
 
