@@ -38,6 +38,17 @@ final class NcclCalls {
         };
     }
 
+    /**
+     * The {@code ncclRedOp_t} of an operator on a communicator of {@code ranks} ranks: {@link ReduceOp#AVG} is
+     * {@code ncclAvg} (NCCL 2.10 and later), except on one rank, where the average is the sum (the value itself)
+     * and {@code ncclSum} is passed. On one rank NCCL runs {@code ncclAvg} through a kernel of its own that, in
+     * NCCL 2.28.9 on an H200, left the last elements of a count such as 4194309 float32 unwritten (it splits the
+     * count among its blocks rounding down); {@code ncclSum} there is a plain copy.
+     */
+    static int redOp(ReduceOp op, int ranks) {
+        return redOp(ranks == 1 && op == ReduceOp.AVG ? ReduceOp.SUM : op);
+    }
+
     /** The {@code ncclRedOp_t} of an operator ({@link ReduceOp#AVG} is {@code ncclAvg}, NCCL 2.10 and later). */
     static int redOp(ReduceOp op) {
         return switch (op) {

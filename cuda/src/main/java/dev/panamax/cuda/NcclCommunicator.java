@@ -184,7 +184,7 @@ public final class NcclCommunicator implements AutoCloseable {
         requireBuffer(recv, bytes, "recv");
         requireStream(stream);
         enqueue(() -> nccl_h.ncclAllReduce(pointer(send), pointer(recv), count, NcclCalls.dataType(type),
-                NcclCalls.redOp(op), comm, stream.rawHandle()),
+                NcclCalls.redOp(op, size), comm, stream.rawHandle()),
                 () -> "ncclAllReduce(count " + count + ", " + type.canonicalName() + ", " + op + ", " + this + ")");
     }
 
@@ -201,7 +201,7 @@ public final class NcclCommunicator implements AutoCloseable {
         requireBuffer(recv, byteCount(recvCount, 1, type, "recvCount"), "recv");
         requireStream(stream);
         enqueue(() -> nccl_h.ncclReduceScatter(pointer(send), pointer(recv), recvCount, NcclCalls.dataType(type),
-                NcclCalls.redOp(op), comm, stream.rawHandle()),
+                NcclCalls.redOp(op, size), comm, stream.rawHandle()),
                 () -> "ncclReduceScatter(recvCount " + recvCount + ", " + type.canonicalName() + ", " + op
                 + ", " + this + ")");
     }
@@ -261,7 +261,7 @@ public final class NcclCommunicator implements AutoCloseable {
         }
         requireStream(stream);
         enqueue(() -> nccl_h.ncclReduce(pointer(send), pointerOrNull(recv), count, NcclCalls.dataType(type),
-                NcclCalls.redOp(op), root, comm, stream.rawHandle()),
+                NcclCalls.redOp(op, size), root, comm, stream.rawHandle()),
                 () -> "ncclReduce(count " + count + ", " + type.canonicalName() + ", " + op + ", root " + root
                 + ", " + this + ")");
     }
