@@ -11,9 +11,13 @@ import dev.panamax.cuda.DeviceMemory;
 import dev.panamax.cuda.Nccl;
 import dev.panamax.cuda.NcclCommunicator;
 import dev.panamax.cuda.PinnedMemory;
+import dev.panamax.cuda.ReductionKernels;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -109,6 +113,72 @@ public final class CudaBench {
                     }
                 }
             }));
+            launches(context, stream, arena, Math.max(1, calls / 20));
+        }
+    }
+
+    /**
+     * The cost of queueing a kernel: {@code launches} launches of {@code panamax_reduce_sum_f32} on one element
+     * (one block of 256 threads), then one stream synchronize, ns per launch, best of 5 runs; once through
+     * {@code cuLaunchKernel} with its parameters prepared (the FFM call alone, as scripts/gpu/peers/driver_calls.c
+     * measures it from C) and once through {@link ReductionKernels#reduce} (the API, which checks its arguments
+     * and builds the parameters per call). Where the GPU runs the kernels slower than they are queued, both show
+     * the GPU's rate.
+     */
+    private static void launches(CudaContext context, CudaStream stream, Arena arena, long launches) {
+        MemorySegment module = arena.allocate(ValueLayout.ADDRESS);
+        MemorySegment function = arena.allocate(ValueLayout.ADDRESS);
+        byte[] ptx;
+        try (InputStream in = ReductionKernels.class.getResourceAsStream("reduce.ptx")) {
+            if (in == null) {
+                throw new IllegalStateException("resource dev/panamax/cuda/reduce.ptx is missing");
+            }
+            ptx = in.readAllBytes();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        MemorySegment image = arena.allocate(ptx.length + 1L);
+        MemorySegment.copy(ptx, 0, image, ValueLayout.JAVA_BYTE, 0, ptx.length);
+        check(cuda_h.cuModuleLoadData(module, image), "cuModuleLoadData(reduce.ptx)");
+        MemorySegment m = module.get(ValueLayout.ADDRESS, 0);
+        try (ReductionKernels kernels = ReductionKernels.load(context);
+             DeviceMemory inout = context.allocate(16);
+             DeviceMemory in = context.allocate(16)) {
+            inout.fill((byte) 0);
+            in.fill((byte) 0);
+            check(cuda_h.cuModuleGetFunction(function, m, arena.allocateFrom("panamax_reduce_sum_f32")),
+                    "cuModuleGetFunction(panamax_reduce_sum_f32)");
+            MemorySegment f = function.get(ValueLayout.ADDRESS, 0);
+            MemorySegment values = arena.allocate(ValueLayout.JAVA_LONG, 3);
+            values.setAtIndex(ValueLayout.JAVA_LONG, 0, inout.address());
+            values.setAtIndex(ValueLayout.JAVA_LONG, 1, in.address());
+            values.setAtIndex(ValueLayout.JAVA_LONG, 2, 1);
+            MemorySegment params = arena.allocate(ValueLayout.ADDRESS, 3);
+            for (int i = 0; i < 3; i++) {
+                params.setAtIndex(ValueLayout.ADDRESS, i, values.asSlice(8L * i, 8));
+            }
+            MemorySegment s = stream.handle();
+            report("cuLaunchKernel (1 element)", best(launches, () -> {
+                for (long i = 0; i < launches; i++) {
+                    check(cuda_h.cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, s, params, MemorySegment.NULL),
+                            "cuLaunchKernel");
+                }
+                stream.synchronize();
+            }));
+            report("ReductionKernels.reduce (1 element)", best(launches, () -> {
+                for (long i = 0; i < launches; i++) {
+                    kernels.reduce(ReduceOp.SUM, DataType.FLOAT32, inout, in, 1, stream);
+                }
+                stream.synchronize();
+            }));
+        } finally {
+            check(cuda_h.cuModuleUnload(m), "cuModuleUnload(reduce.ptx)");
+        }
+    }
+
+    private static void check(int rc, String call) {
+        if (rc != 0) {
+            throw new IllegalStateException(call + " failed with CUresult " + rc);
         }
     }
 

@@ -4,7 +4,9 @@ import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.GpuBackend;
 import dev.panamax.collectives.LaunchConfig;
 import dev.panamax.collectives.Panamax;
+import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.TransportKind;
+import dev.panamax.collectives.gpu.GpuBlueConnect;
 import dev.panamax.collectives.gpu.GpuCommunicator;
 import dev.panamax.cuda.Cuda;
 import dev.panamax.cuda.CudaContext;
@@ -30,11 +32,11 @@ import java.util.concurrent.TimeUnit;
  * All-reduce of float32 SUM on device memory through {@link GpuCommunicator} (own stages: CUDA IPC
  * between rank processes on one host; or NCCL, one device per rank), printed like nccl-tests: size,
  * count, time per call, algbw = size / time and busbw = algbw * 2(n-1)/n (GB/s = 1e9 bytes/s), for
- * ring and rhd (own stages) or NCCL's choice.
+ * ring, rhd and BlueConnect (own stages) or NCCL's choice, with the elements a checked call got wrong.
  *
  * <pre>
- * GpuAllReduceBench [--ranks 2] [--backend stages|nccl] [--max-mib 256] [--iters 20] [--warmup 5] [--algorithms
- * ring,rhd]
+ * GpuAllReduceBench [--ranks 2] [--backend stages|nccl] [--max-mib 256] [--iters 20] [--warmup 5]
+ *     [--algorithms ring,rhd,blueconnect] [--topology 2x2]
  * </pre>
  *
  * With {@code --backend nccl} rank r uses device {@code r}, so {@code --ranks} must not exceed the
@@ -54,6 +56,7 @@ public final class GpuAllReduceBench {
         int iters = 20;
         int warmup = 5;
         String algorithms = null;
+        String topology = null;
         GpuBackend backend = GpuBackend.STAGES;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -62,11 +65,12 @@ public final class GpuAllReduceBench {
                 case "--iters" -> iters = Integer.parseInt(args[++i]);
                 case "--warmup" -> warmup = Integer.parseInt(args[++i]);
                 case "--algorithms" -> algorithms = args[++i];
+                case "--topology" -> topology = args[++i];
                 case "--backend" -> backend = GpuBackend.valueOf(args[++i].toUpperCase(Locale.ROOT));
                 default -> {
                     System.err.println("usage: GpuAllReduceBench [--ranks N] [--backend stages|nccl] [--max-mib M] "
                             + "[--iters I] [--warmup W] "
-                            + "[--algorithms ring,rhd]");
+                            + "[--algorithms ring,rhd,blueconnect] [--topology 2x2]");
                     System.exit(2);
                 }
             }
@@ -75,9 +79,9 @@ public final class GpuAllReduceBench {
             System.exit(launch(ranks, backend, args));
         }
         if (algorithms == null) {
-            algorithms = backend == GpuBackend.NCCL ? "nccl" : "ring,rhd";
+            algorithms = backend == GpuBackend.NCCL ? "nccl" : "ring,rhd,blueconnect";
         }
-        rank(backend, maxMib << 20, iters, warmup, algorithms.split(","));
+        rank(backend, maxMib << 20, iters, warmup, algorithms.split(","), topology);
     }
 
     /** Starts the ranks; returns 0 when all exit with 0. */
@@ -137,49 +141,137 @@ public final class GpuAllReduceBench {
         return status;
     }
 
-    private static void rank(GpuBackend backend, long maxBytes, int iters, int warmup, String[] algorithms) {
+    /** One all-reduce implementation under test: {@code allReduce(buffer, count)} in place, float32 SUM. */
+    private interface InPlaceAllReduce extends AutoCloseable {
+        void run(DeviceMemory buffer, long count);
+
+        @Override
+        void close();
+    }
+
+    private static void rank(GpuBackend backend, long maxBytes, int iters, int warmup, String[] algorithms,
+            String topologySpec) {
         int device = Integer.parseInt(System.getenv().getOrDefault("PANAMAX_CUDA_DEVICE", "0"));
+        long wrongTotal = 0;
         try (Communicator host = Panamax.builder().config(LaunchConfig.fromEnvironment())
                 .transport(TransportKind.SHM).timeout(Duration.ofSeconds(120)).connect();
              CudaContext ctx = Cuda.device(device).retainPrimaryContext();
              GpuCommunicator gpu = GpuCommunicator.create(host, ctx, backend);
-             DeviceMemory buf = ctx.allocate(maxBytes)) {
+             DeviceMemory buf = ctx.allocate(maxBytes);
+             Arena arena = Arena.ofConfined()) {
             int n = gpu.size();
             buf.fill((byte) 0);
-            MemorySegment t = Arena.ofAuto().allocate(8, 8);
+            MemorySegment t = arena.allocate(8, 8);
+            MemorySegment pattern = arena.allocate(maxBytes, 4);
             if (gpu.rank() == 0) {
                 System.out.println("# GpuAllReduceBench: " + n + " rank processes on " + ctx.device().name()
                         + ", backend " + backend
                         + ", float32 sum, in place, "
-                        + iters + " iterations after " + warmup + " warm-up");
-                System.out.printf("# %-5s %12s %12s %10s %8s %8s%n", "algo", "size(B)", "count", "time(us)", "algbw",
-                        "busbw");
+                        + iters + " iterations after " + warmup + " warm-up; #wrong: elements off the expected "
+                        + "sum in one checked call after the timed ones, all ranks");
+                System.out.printf("# %-11s %12s %12s %10s %8s %8s %7s%n", "algo", "size(B)", "count", "time(us)",
+                        "algbw", "busbw", "#wrong");
             }
             for (String algorithm : algorithms) {
-                gpu.setAlgorithm(algorithm);
-                for (long bytes = 8; bytes <= maxBytes; bytes *= 2) {
-                    long count = bytes / 4;
-                    DeviceMemory b = buf.slice(0, bytes);
-                    for (int i = 0; i < warmup; i++) {
-                        gpu.allReduce(b, count, DataType.FLOAT32, ReduceOp.SUM);
-                    }
-                    host.barrier();
-                    long start = System.nanoTime();
-                    for (int i = 0; i < iters; i++) {
-                        gpu.allReduce(b, count, DataType.FLOAT32, ReduceOp.SUM);
-                    }
-                    double seconds = (System.nanoTime() - start) / 1e9 / iters;
-                    t.set(ValueLayout.JAVA_DOUBLE, 0, seconds);
-                    host.allReduce(t, 1, DataType.FLOAT64, ReduceOp.MAX);
-                    seconds = t.get(ValueLayout.JAVA_DOUBLE, 0);
-                    double algbw = bytes / seconds / 1e9;
-                    if (gpu.rank() == 0) {
-                        System.out.printf("  %-5s %12d %12d %10.1f %8.2f %8.2f%n", algorithm, bytes, count,
-                                seconds * 1e6, algbw,
-                                algbw * 2 * (n - 1) / n);
+                try (InPlaceAllReduce op = open(algorithm, host, ctx, gpu, topologySpec)) {
+                    for (long bytes = 8; bytes <= maxBytes; bytes *= 2) {
+                        long count = bytes / 4;
+                        DeviceMemory b = buf.slice(0, bytes);
+                        for (int i = 0; i < warmup; i++) {
+                            op.run(b, count);
+                        }
+                        host.barrier();
+                        long start = System.nanoTime();
+                        for (int i = 0; i < iters; i++) {
+                            op.run(b, count);
+                        }
+                        double seconds = (System.nanoTime() - start) / 1e9 / iters;
+                        t.set(ValueLayout.JAVA_DOUBLE, 0, seconds);
+                        host.allReduce(t, 1, DataType.FLOAT64, ReduceOp.MAX);
+                        seconds = t.get(ValueLayout.JAVA_DOUBLE, 0);
+                        long wrong = checkedCall(op, b, count, pattern.asSlice(0, bytes), gpu.rank(), n);
+                        t.set(ValueLayout.JAVA_LONG, 0, wrong);
+                        host.allReduce(t, 1, DataType.INT64, ReduceOp.SUM);
+                        wrong = t.get(ValueLayout.JAVA_LONG, 0);
+                        wrongTotal += wrong;
+                        double algbw = bytes / seconds / 1e9;
+                        if (gpu.rank() == 0) {
+                            System.out.printf(Locale.ROOT, "  %-11s %12d %12d %10.1f %8.2f %8.2f %7d%n", algorithm,
+                                    bytes, count, seconds * 1e6, algbw, algbw * 2 * (n - 1) / n, wrong);
+                        }
                     }
                 }
             }
         }
+        if (wrongTotal != 0) {
+            System.err.println("GpuAllReduceBench: " + wrongTotal + " wrong elements");
+            System.exit(1);
+        }
+    }
+
+    /**
+     * {@code ring} and {@code rhd} run through {@code gpu} (or {@code nccl} on the NCCL backend); {@code
+     * blueconnect} through a {@link GpuBlueConnect} with the own stages on every level of {@code topologySpec}
+     * (default {@code 2x(n/2)} for an even n of at least 4, else one level of n).
+     */
+    private static InPlaceAllReduce open(String algorithm, Communicator host, CudaContext ctx, GpuCommunicator gpu,
+            String topologySpec) {
+        if (!algorithm.equals("blueconnect")) {
+            gpu.setAlgorithm(algorithm);
+            return new InPlaceAllReduce() {
+                @Override
+                public void run(DeviceMemory buffer, long count) {
+                    gpu.allReduce(buffer, count, DataType.FLOAT32, ReduceOp.SUM);
+                }
+
+                @Override
+                public void close() {
+                }
+            };
+        }
+        int n = host.size();
+        String spec = topologySpec != null ? topologySpec : n >= 4 && n % 2 == 0 ? "2x" + n / 2 : Integer.toString(n);
+        Topology topology = Topology.parse(spec);
+        List<GpuBackend> backends = new ArrayList<>();
+        for (int i = 0; i < topology.levels(); i++) {
+            backends.add(GpuBackend.STAGES);
+        }
+        GpuBlueConnect bc = GpuBlueConnect.create(host, ctx, topology, backends);
+        if (host.rank() == 0) {
+            System.out.println("# blueconnect: " + bc);
+        }
+        return new InPlaceAllReduce() {
+            @Override
+            public void run(DeviceMemory buffer, long count) {
+                bc.allReduce(buffer, count, DataType.FLOAT32, ReduceOp.SUM);
+            }
+
+            @Override
+            public void close() {
+                bc.close();
+            }
+        };
+    }
+
+    /**
+     * One all-reduce of a known input: element i of rank r is (r + 1) * (i % 13 + 1), so the sum is
+     * n(n + 1)/2 * (i % 13 + 1), exact in float32. Returns the elements of this rank that differ.
+     */
+    private static long checkedCall(InPlaceAllReduce op, DeviceMemory b, long count, MemorySegment host, int rank,
+            int n) {
+        for (long i = 0; i < count; i++) {
+            host.setAtIndex(ValueLayout.JAVA_FLOAT, i, (rank + 1) * (float) (i % 13 + 1));
+        }
+        b.copyFromHost(host);
+        op.run(b, count);
+        b.copyToHost(host);
+        float sumOfRanks = n * (n + 1) / 2f;
+        long wrong = 0;
+        for (long i = 0; i < count; i++) {
+            if (host.getAtIndex(ValueLayout.JAVA_FLOAT, i) != sumOfRanks * (i % 13 + 1)) {
+                wrong++;
+            }
+        }
+        return wrong;
     }
 }
