@@ -20,12 +20,14 @@
 //
 // Launch configuration (kernels are compiled for at most kBlockSize threads per block):
 //   block = 256 threads (1-D)
-//   grid  = max(1, min(ceil(count / (256 * 16 / elementBytes)), 8 * multiprocessorCount))
+//   grid  = max(1, ceil(count / (256 * 16 / elementBytes))), capped at 8 * multiprocessorCount while
+//           two operands fit in the L2 cache (ReductionKernels.gridSize)
 //   dynamic shared memory 0; any stream. count 0 may be launched (it does nothing) or skipped.
 // The loops are grid-stride, so any grid of at least one block gives the full result; the rule
-// above gives each thread one 16-byte pack per pass and caps the grid at a full GPU
+// above gives each thread one 16-byte pack, and for operands in L2 caps the grid at a full GPU
 // (8 blocks of 256 = 2048 threads, the maximum resident per multiprocessor on sm_80 and sm_90;
-// __launch_bounds__(256, 8) keeps every kernel within the 32 registers that allows).
+// __launch_bounds__(256, 8) keeps every kernel within the 32 registers that allows), whose threads
+// then loop. Two or four packs in flight per thread were no faster on an H200.
 //
 // Semantics, as the host kernels (ScalarKernels, Half):
 //   integers: two's complement, SUM and PROD wrap; i8 compares signed, u8 unsigned;

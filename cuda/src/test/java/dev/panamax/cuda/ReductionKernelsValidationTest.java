@@ -37,7 +37,8 @@ class ReductionKernelsValidationTest {
         MemorySegment[] divide = new MemorySegment[DataType.values().length];
         Arrays.fill(reduce, MemorySegment.ofAddress(0x5000));
         Arrays.fill(divide, MemorySegment.ofAddress(0x6000));
-        return new ReductionKernels(context, MemorySegment.ofAddress(0x4000), MULTIPROCESSORS, reduce, divide);
+        return new ReductionKernels(context, MemorySegment.ofAddress(0x4000), MULTIPROCESSORS, 60L << 20, reduce,
+                divide);
     }
 
     @Test
@@ -142,17 +143,24 @@ class ReductionKernelsValidationTest {
     }
 
     @Test
-    void gridGivesEachThreadOnePackAndFillsTheGpuAtMost() {
+    void gridGivesEachThreadOnePackAndFillsTheGpuAtMostWhileTheOperandsFitInL2() {
+        long l2 = 60L << 20;
         // 256 threads x 16 bytes = 4096 bytes per block and pass.
-        assertEquals(1, ReductionKernels.gridSize(0, 4, MULTIPROCESSORS));
-        assertEquals(1, ReductionKernels.gridSize(1, 4, MULTIPROCESSORS));
-        assertEquals(1, ReductionKernels.gridSize(1024, 4, MULTIPROCESSORS));
-        assertEquals(2, ReductionKernels.gridSize(1025, 4, MULTIPROCESSORS));
-        assertEquals(1, ReductionKernels.gridSize(4096, 1, MULTIPROCESSORS));
-        assertEquals(3, ReductionKernels.gridSize(1025, 8, MULTIPROCESSORS));
-        assertEquals(100, ReductionKernels.gridSize(100 * 2048, 2, MULTIPROCESSORS));
-        assertEquals(8 * MULTIPROCESSORS, ReductionKernels.gridSize(1L << 30, 4, MULTIPROCESSORS));
-        assertEquals(8 * MULTIPROCESSORS, ReductionKernels.gridSize(Long.MAX_VALUE / 8, 8, MULTIPROCESSORS));
+        assertEquals(1, ReductionKernels.gridSize(0, 4, MULTIPROCESSORS, l2));
+        assertEquals(1, ReductionKernels.gridSize(1, 4, MULTIPROCESSORS, l2));
+        assertEquals(1, ReductionKernels.gridSize(1024, 4, MULTIPROCESSORS, l2));
+        assertEquals(2, ReductionKernels.gridSize(1025, 4, MULTIPROCESSORS, l2));
+        assertEquals(1, ReductionKernels.gridSize(4096, 1, MULTIPROCESSORS, l2));
+        assertEquals(3, ReductionKernels.gridSize(1025, 8, MULTIPROCESSORS, l2));
+        assertEquals(100, ReductionKernels.gridSize(100 * 2048, 2, MULTIPROCESSORS, l2));
+        // 30 MiB operands: two fit in 60 MiB, so a full GPU loops over them
+        assertEquals(8 * MULTIPROCESSORS, ReductionKernels.gridSize(30L << 18, 4, MULTIPROCESSORS, l2));
+        // one element more: a thread per pack
+        assertEquals((30 << 8) + 1, ReductionKernels.gridSize((30L << 18) + 1, 4, MULTIPROCESSORS, l2));
+        assertEquals(1 << 18, ReductionKernels.gridSize(1L << 28, 4, MULTIPROCESSORS, l2));
+        // without L2 (an attribute of 0) every grid is a thread per pack; the grid's limit holds
+        assertEquals(1 << 18, ReductionKernels.gridSize(1L << 28, 4, MULTIPROCESSORS, 0));
+        assertEquals(Integer.MAX_VALUE, ReductionKernels.gridSize(Long.MAX_VALUE / 8, 8, MULTIPROCESSORS, l2));
     }
 
     @ParameterizedTest
