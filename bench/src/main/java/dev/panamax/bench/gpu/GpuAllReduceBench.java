@@ -253,22 +253,32 @@ public final class GpuAllReduceBench {
         };
     }
 
-    /**
-     * One all-reduce of a known input: element i of rank r is (r + 1) * (i % 13 + 1), so the sum is
-     * n(n + 1)/2 * (i % 13 + 1), exact in float32. Returns the elements of this rank that differ.
-     */
+    /** One all-reduce of a known input ({@link #fillInput}); returns the elements of this rank that differ. */
     private static long checkedCall(InPlaceAllReduce op, DeviceMemory b, long count, MemorySegment host, int rank,
             int n) {
-        for (long i = 0; i < count; i++) {
-            host.setAtIndex(ValueLayout.JAVA_FLOAT, i, (rank + 1) * (float) (i % 13 + 1));
-        }
+        fillInput(host, count, rank);
         b.copyFromHost(host);
         op.run(b, count);
         b.copyToHost(host);
-        float sumOfRanks = n * (n + 1) / 2f;
+        return countWrong(host, count, n);
+    }
+
+    /**
+     * Element i of rank r's input is (r + 1) * (i % 13 + 1), so the sum over n ranks is n(n + 1)/2 * (i % 13 + 1),
+     * exact in float32.
+     */
+    static void fillInput(MemorySegment host, long count, int rank) {
+        for (long i = 0; i < count; i++) {
+            host.setAtIndex(ValueLayout.JAVA_FLOAT, i, (rank + 1) * (float) (i % 13 + 1));
+        }
+    }
+
+    /** The elements of the first {@code count} of {@code result} that are not the sum of {@link #fillInput}. */
+    static long countWrong(MemorySegment result, long count, int ranks) {
+        float sumOfRanks = ranks * (ranks + 1) / 2f;
         long wrong = 0;
         for (long i = 0; i < count; i++) {
-            if (host.getAtIndex(ValueLayout.JAVA_FLOAT, i) != sumOfRanks * (i % 13 + 1)) {
+            if (result.getAtIndex(ValueLayout.JAVA_FLOAT, i) != sumOfRanks * (i % 13 + 1)) {
                 wrong++;
             }
         }
