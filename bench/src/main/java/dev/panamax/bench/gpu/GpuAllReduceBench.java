@@ -141,12 +141,22 @@ public final class GpuAllReduceBench {
         return status;
     }
 
-    /** One all-reduce implementation under test: {@code allReduce(buffer, count)} in place, float32 SUM. */
-    private interface InPlaceAllReduce extends AutoCloseable {
+    /** An in-place float32 SUM all-reduce of the first {@code count} elements of {@code buffer}. */
+    @FunctionalInterface
+    private interface AllReduceCall {
         void run(DeviceMemory buffer, long count);
+    }
+
+    /** One all-reduce implementation under test, and what closes it. */
+    private record InPlaceAllReduce(AllReduceCall call, Runnable closer) implements AutoCloseable {
+        void run(DeviceMemory buffer, long count) {
+            call.run(buffer, count);
+        }
 
         @Override
-        void close();
+        public void close() {
+            closer.run();
+        }
     }
 
     private static void rank(GpuBackend backend, long maxBytes, int iters, int warmup, String[] algorithms,
@@ -218,16 +228,8 @@ public final class GpuAllReduceBench {
             String topologySpec) {
         if (!algorithm.equals("blueconnect")) {
             gpu.setAlgorithm(algorithm);
-            return new InPlaceAllReduce() {
-                @Override
-                public void run(DeviceMemory buffer, long count) {
-                    gpu.allReduce(buffer, count, DataType.FLOAT32, ReduceOp.SUM);
-                }
-
-                @Override
-                public void close() {
-                }
-            };
+            return new InPlaceAllReduce((b, count) -> gpu.allReduce(b, count, DataType.FLOAT32, ReduceOp.SUM), () -> {
+            });
         }
         int n = host.size();
         String spec = topologySpec != null ? topologySpec : n >= 4 && n % 2 == 0 ? "2x" + n / 2 : Integer.toString(n);
@@ -240,17 +242,7 @@ public final class GpuAllReduceBench {
         if (host.rank() == 0) {
             System.out.println("# blueconnect: " + bc);
         }
-        return new InPlaceAllReduce() {
-            @Override
-            public void run(DeviceMemory buffer, long count) {
-                bc.allReduce(buffer, count, DataType.FLOAT32, ReduceOp.SUM);
-            }
-
-            @Override
-            public void close() {
-                bc.close();
-            }
-        };
+        return new InPlaceAllReduce((b, count) -> bc.allReduce(b, count, DataType.FLOAT32, ReduceOp.SUM), bc::close);
     }
 
     /** One all-reduce of a known input ({@link #fillInput}); returns the elements of this rank that differ. */
