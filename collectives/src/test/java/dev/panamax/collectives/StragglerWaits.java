@@ -35,6 +35,23 @@ final class StragglerWaits {
     }
 
     /**
+     * Reads rank 0's sleep counts; with {@code count}, adds the call since the last read to {@code calls}: [0] when
+     * it slept, [1] when a sleep of it was woken.
+     */
+    private static void countCall(ObjectName rank0, long[] before, int[] calls, boolean count) throws Exception {
+        long sleeps = (Long) SERVER.getAttribute(rank0, "Sleeps");
+        long woken = (Long) SERVER.getAttribute(rank0, "SleepsWoken");
+        if (count && sleeps > before[0]) {
+            calls[0]++;
+            if (woken > before[1]) {
+                calls[1]++;
+            }
+        }
+        before[0] = sleeps;
+        before[1] = woken;
+    }
+
+    /**
      * What rank 0 waits for while rank 1 straggles: the peer's half of an all-reduce; a message the straggler sends
      * (the slot it publishes must ring); the straggler's receive of a message rank 0 sent from shared memory, which
      * completes only when it has been read in place (the slot it gives back must ring).
@@ -44,7 +61,7 @@ final class StragglerWaits {
     /**
      * Rank 1 straggles {@value #STRAGGLE_MILLIS} ms before each of {@value #CALLS} calls of {@code pattern} over
      * {@code transport}; rank 0 must have slept through its waits and been woken by what rank 1 did (not by the
-     * sleep's timeout) in at least half of them, and never parked. Every element is checked.
+     * sleep's timeout) in at least half of the calls in which it slept, and never parked. Every element is checked.
      */
     static void check(Ranks.Transport transport, Pattern pattern) throws Exception {
         Set<ObjectName> before = beans();
@@ -56,13 +73,15 @@ final class StragglerWaits {
                     .orElseThrow();
             // 64 Ki floats: a send from the communicator's memory goes by reference, and completes when read.
             int count = 64 * 1024;
-            long[] sleepsBefore = new long[2];
+            // rank 0's counts before the current call; then the calls in which it slept, and those in which a
+            // sleep was woken
+            long[] counts = new long[2];
+            int[] calls = new int[2];
             RankThreads.run(comms, c -> {
                 MemorySegment buf = c.allocate(count * 4L);
                 for (int call = 0; call <= CALLS; call++) {
-                    if (call == 1 && c.rank() == 0) {
-                        sleepsBefore[0] = (Long) SERVER.getAttribute(rank0, "Sleeps");
-                        sleepsBefore[1] = (Long) SERVER.getAttribute(rank0, "SleepsWoken");
+                    if (call >= 1 && c.rank() == 0) {
+                        countCall(rank0, counts, calls, call > 1);
                     }
                     for (int i = 0; i < count; i++) {
                         buf.setAtIndex(ValueLayout.JAVA_FLOAT, i, (c.rank() + 1) * (i % 1000 + call));
@@ -96,17 +115,18 @@ final class StragglerWaits {
                         assertEquals(want * (i % 1000 + call), buf.getAtIndex(ValueLayout.JAVA_FLOAT, i),
                                 "element " + i);
                     }
+                    if (call == CALLS && c.rank() == 0) {
+                        countCall(rank0, counts, calls, true);
+                    }
                 }
             });
-            long sleeps = (Long) SERVER.getAttribute(rank0, "Sleeps") - sleepsBefore[0];
-            long woken = (Long) SERVER.getAttribute(rank0, "SleepsWoken") - sleepsBefore[1];
-            assertTrue(sleeps > 0, "rank 0 never slept while rank 1 straggled");
+            assertTrue(calls[0] > 0, "rank 0 never slept while rank 1 straggled");
             // Rank 1's write woke rank 0 (shared memory: it rang the doorbell; RDMA: its completion signalled the
-            // channel): a sleep per straggled call ended by it, not by the 1 ms timeout.
-            // Lost rings show as 0 here; a write may land in the microseconds between two sleeps, or a rank be late
-            // on a busy machine, hence only half the calls.
-            assertTrue(woken >= CALLS / 2, woken + " of " + sleeps
-                    + " sleeps ended by rank 1's message rather than the timeout, in " + CALLS + " calls");
+            // channel): a sleep ended by it, not by the 1 ms timeout. Lost rings show as 0 here. A write may land
+            // in the microseconds between two sleeps, hence half the calls; and only the calls in which rank 0
+            // slept count: on a slow machine (the RDMA tests' emulated VM) rank 0 can be the late one in some.
+            assertTrue(calls[1] * 2 >= calls[0], "in " + calls[1] + " of the " + calls[0] + " calls (of " + CALLS
+                    + ") in which rank 0 slept, a sleep ended by rank 1's message rather than the timeout");
             assertEquals(0L, SERVER.getAttribute(rank0, "Parks"), "a long wait sleeps, never parks");
         } finally {
             RankThreads.closeAll(comms);
