@@ -53,6 +53,22 @@ static double now_ns(void) {
     return t.tv_sec * 1e9 + t.tv_nsec;
 }
 
+/*
+ * Prints the best of 5 runs of the statement after N (it makes the N calls), each run timed as a whole, in ns per
+ * call (as CudaBench's best()). Variadic, so that the statement may hold commas.
+ */
+#define REPORT_BEST_OF_5(LABEL, N, ...)                                 \
+    do {                                                                \
+        double best_ = 1e300;                                           \
+        for (int r_ = 0; r_ < 5; r_++) {                                \
+            double t0_ = now_ns();                                      \
+            __VA_ARGS__;                                                \
+            double t_ = (now_ns() - t0_) / (N);                         \
+            best_ = t_ < best_ ? t_ : best_;                            \
+        }                                                               \
+        printf("  %-40s %8.1f\n", (LABEL), best_);                      \
+    } while (0)
+
 static char *read_file(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -106,27 +122,16 @@ int main(int argc, char **argv) {
     check(cuStreamCreate(&stream, 1), "cuStreamCreate(CU_STREAM_NON_BLOCKING)"); /* as CudaContext.createStream */
 
     printf("driver call cost from C (ns/call, best of 5 runs of %ld calls, %ld launches):\n", calls, launches);
-    double best;
-    best = 1e300;
-    for (int r = 0; r < 5; r++) {
-        double t0 = now_ns();
+    REPORT_BEST_OF_5("cuCtxGetCurrent", calls, {
         for (long i = 0; i < calls; i++) {
             check(cuCtxGetCurrent(&out), "cuCtxGetCurrent");
         }
-        double t = (now_ns() - t0) / calls;
-        best = t < best ? t : best;
-    }
-    printf("  %-40s %8.1f\n", "cuCtxGetCurrent", best);
-    best = 1e300;
-    for (int r = 0; r < 5; r++) {
-        double t0 = now_ns();
+    });
+    REPORT_BEST_OF_5("cuStreamQuery (idle stream)", calls, {
         for (long i = 0; i < calls; i++) {
             check(cuStreamQuery(stream), "cuStreamQuery (idle stream)");
         }
-        double t = (now_ns() - t0) / calls;
-        best = t < best ? t : best;
-    }
-    printf("  %-40s %8.1f\n", "cuStreamQuery (idle stream)", best);
+    });
     /* The kernel is loaded after the query loops, in the order CudaBench makes its calls. */
     char *ptx = read_file(argv[1]);
     check(cuModuleLoadData(&module, ptx), "cuModuleLoadData");
@@ -138,16 +143,11 @@ int main(int argc, char **argv) {
     check(cuMemsetD8(in, 0, 16), "cuMemsetD8");
     unsigned long long count = 1;
     void *params[] = {&inout, &in, &count};
-    best = 1e300;
-    for (int r = 0; r < 5; r++) {
-        double t0 = now_ns();
+    REPORT_BEST_OF_5("cuLaunchKernel (1 element)", launches, {
         for (long i = 0; i < launches; i++) {
             check(cuLaunchKernel(function, 1, 1, 1, 256, 1, 1, 0, stream, params, NULL), "cuLaunchKernel");
         }
         check(cuStreamSynchronize(stream), "cuStreamSynchronize");
-        double t = (now_ns() - t0) / launches;
-        best = t < best ? t : best;
-    }
-    printf("  %-40s %8.1f\n", "cuLaunchKernel (1 element)", best);
+    });
     return 0;
 }
