@@ -277,10 +277,7 @@ public final class PerfRunner {
         for (long requested : config.sizes()) {
             measure(b, check, c.count(requested, ts, ranks), 1, 2, 0).format(true);
         }
-        List<Long> small = config.sizes().stream().filter(bytes -> bytes <= JIT_WARMUP_MAX_BYTES).toList();
-        if (small.isEmpty()) {
-            small = List.of(JIT_WARMUP_MAX_BYTES); // every size is larger, so the buffers hold this
-        }
+        List<Long> small = warmUpSizes(config.sizes(), 0, JIT_WARMUP_MAX_BYTES);
         // Per size: a path that only some sizes take (the vector loop of the reduction kernel, from 64 bytes of
         // float32) must reach the JIT's last tier here too, not in the first timed row that takes it.
         cycle(b, check, small, (long) config.jitWarmup() * small.size());
@@ -290,18 +287,32 @@ public final class PerfRunner {
     /**
      * Right before the first row above {@link #JIT_WARMUP_MAX_BYTES}: a quarter of {@code --jit-warmup} iterations
      * cycling over the sweep's sizes up to {@link #JIT_WARMUP_MID_MAX_BYTES} above it, then the wait for the JIT to go
-     * quiet and {@link #SETTLE_CALLS} calls of the first of those sizes. Not before the small rows: with it there,
-     * 4 ranks on 2 CPUs measured their 8 B-32 KiB rows 1.2-1.5x slower in 3 runs of 4 (and in 0 of 4 without), a
-     * state of the run that the small warm-up after it did not undo.
+     * quiet and {@link #SETTLE_CALLS} calls of the first of those sizes (1 MiB alone where the sweep has none there,
+     * {@link #warmUpSizes}). Not before the small rows: with it there, 4 ranks on 2 CPUs measured their 8 B-32 KiB
+     * rows 1.2-1.5x slower in 3 runs of 4 (and in 0 of 4 without), a state of the run that the small warm-up after it
+     * did not undo.
      */
     private void warmUpMidSizes(Buffers b, CheckData check) {
-        List<Long> mid = config.sizes().stream()
-                .filter(bytes -> bytes > JIT_WARMUP_MAX_BYTES && bytes <= JIT_WARMUP_MID_MAX_BYTES).toList();
+        List<Long> mid = warmUpSizes(config.sizes(), JIT_WARMUP_MAX_BYTES + 1, JIT_WARMUP_MID_MAX_BYTES);
         if (mid.isEmpty() || config.jitWarmup() == 0) {
             return;
         }
         cycle(b, check, mid, config.jitWarmup() / 4);
         awaitQuietJitThenSettle(b, check, mid.get(0));
+    }
+
+    /**
+     * The sizes of {@code sweep} from {@code minBytes} to {@code maxBytes} that a JIT warm-up cycles over; where the
+     * sweep has none there but larger ones, {@code maxBytes} alone (the buffers hold it): the paths of those larger
+     * messages must be profiled all the same (a 16 MiB row after a warm-up of 64 KiB alone measured 3-5 ms a call
+     * instead of 1.7 while the shared-memory send path, its by-reference branch never profiled, was compiled again).
+     */
+    static List<Long> warmUpSizes(List<Long> sweep, long minBytes, long maxBytes) {
+        List<Long> in = sweep.stream().filter(bytes -> bytes >= minBytes && bytes <= maxBytes).toList();
+        if (in.isEmpty() && sweep.stream().anyMatch(bytes -> bytes > maxBytes)) {
+            return List.of(maxBytes);
+        }
+        return in;
     }
 
     /**
