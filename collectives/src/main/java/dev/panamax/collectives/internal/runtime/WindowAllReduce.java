@@ -220,7 +220,7 @@ final class WindowAllReduce {
 
         @Override
         protected boolean checkComplete() {
-            return window.sequence() >= awaited;
+            return window.shows(awaited);
         }
 
         @Override

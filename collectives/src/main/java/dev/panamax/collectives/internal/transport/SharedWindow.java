@@ -11,26 +11,32 @@ import java.lang.invoke.VarHandle;
  * window and publishes the call's sequence number; every rank waits until every window shows that number and folds
  * the windows' inputs in rank order.
  *
- * <p>Layout: the sequence number of the last call published (release-stored after its block) and the capacity in
- * bytes (written once, before the owner publishes the region to its peers), in a cache line; then two blocks, one for
- * odd and one for even calls. Two, so that a rank can publish call k+1 while a slower rank still reads its call k; no
- * more are needed, since a rank publishes k+1 only after it saw every window at k, that is after every rank had
- * finished reading call k-1's block. A block holds the call's byte count, a code of its type and operation and the
- * scalar of a pre-multiplied sum in its first cache line, then the data.
+ * <p>Layout: a cache line with the capacity in bytes (written once, before the owner publishes the region to its
+ * peers); then two blocks, one for odd and one for even calls. Two, so that a rank can publish call k+1 while a slower
+ * rank still reads its call k; no more are needed, since a rank publishes k+1 only after it saw every window at k, that
+ * is after every rank had finished reading call k-1's block (so a block a reader waits on holds call k-2 or call k). A
+ * block's first cache line holds the call's sequence number (release-stored after the rest of the block), its byte
+ * count, a code of its type and operation, the scalar of a pre-multiplied sum and the first
+ * {@value #FIRST_LINE_DATA_BYTES} bytes of its data; the rest of the data follows. So the line a reader polls brings
+ * the call's header, and all of a call of up to {@value #FIRST_LINE_DATA_BYTES} bytes, with it: one transfer between
+ * the CPUs' caches instead of a sequence line, a header line and a data line in turn.
  */
 public final class SharedWindow {
     /** The most bytes a window can carry per call. */
     public static final long MAX_CAPACITY_BYTES = 4096;
     private static final long LINE = 64;
+    private static final long B_SEQUENCE = 0;
+    private static final long B_BYTES = 8;
+    private static final long B_CODE = 16;
+    private static final long B_SCALAR = 24;
+    private static final long B_DATA = 32;
+    /** The data a block's first line holds beside the header. */
+    static final long FIRST_LINE_DATA_BYTES = LINE - B_DATA;
     private static final long BLOCK_BYTES = LINE + MAX_CAPACITY_BYTES;
     /** The bytes of a window region. */
     public static final long BYTES = LINE + 2 * BLOCK_BYTES;
 
-    private static final long SEQUENCE = 0;
-    private static final long CAPACITY = 8;
-    private static final long B_BYTES = 0;
-    private static final long B_CODE = 8;
-    private static final long B_SCALAR = 16;
+    private static final long CAPACITY = 0;
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
     private final MemorySegment region;
@@ -64,25 +70,34 @@ public final class SharedWindow {
 
     /** The last call the owner published (acquire: its block is visible once this is read). */
     public long sequence() {
-        return (long) LONG.getAcquire(region, SEQUENCE);
+        return Math.max((long) LONG.getAcquire(region, block(0) + B_SEQUENCE),
+                (long) LONG.getAcquire(region, block(1) + B_SEQUENCE));
+    }
+
+    /**
+     * Whether the owner has published call {@code sequence} (acquire: its block is visible once this is true); polls
+     * the one line of that call's block.
+     */
+    public boolean shows(long sequence) {
+        return (long) LONG.getAcquire(region, block(sequence) + B_SEQUENCE) >= sequence;
     }
 
     /**
      * Owner: writes call {@code sequence}'s input ({@code bytes} of {@code src}), its code and scalar into the call's
-     * block, then publishes the sequence number.
+     * block, then publishes the sequence number there.
      */
     public void publish(long sequence, MemorySegment src, long bytes, long code, double scalar) {
         long block = block(sequence);
         region.set(ValueLayout.JAVA_LONG, block + B_BYTES, bytes);
         region.set(ValueLayout.JAVA_LONG, block + B_CODE, code);
         region.set(ValueLayout.JAVA_DOUBLE, block + B_SCALAR, scalar);
-        MemorySegment.copy(src, 0, region, block + LINE, bytes);
-        LONG.setRelease(region, SEQUENCE, sequence);
+        MemorySegment.copy(src, 0, region, block + B_DATA, bytes);
+        LONG.setRelease(region, block + B_SEQUENCE, sequence);
     }
 
     /** Where call {@code sequence}'s data lies in {@link #segment()}. */
     public long dataOffset(long sequence) {
-        return block(sequence) + LINE;
+        return block(sequence) + B_DATA;
     }
 
     /** The byte count call {@code sequence} was published with. */

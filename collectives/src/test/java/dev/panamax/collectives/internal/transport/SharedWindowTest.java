@@ -1,0 +1,59 @@
+package dev.panamax.collectives.internal.transport;
+
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class SharedWindowTest {
+    private static final long LINE = 64;
+
+    @Test
+    void aSmallCallLiesInTheCacheLineItsReadersPoll() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment region = arena.allocate(SharedWindow.BYTES, LINE);
+            SharedWindow.initialize(region, SharedWindow.MAX_CAPACITY_BYTES);
+            SharedWindow w = new SharedWindow(region);
+            MemorySegment input = arena.allocate(SharedWindow.FIRST_LINE_DATA_BYTES, 8);
+            for (long k = 1; k <= 4; k++) {
+                input.fill((byte) k);
+                w.publish(k, input, input.byteSize(), 7, 0.5);
+                long line = w.dataOffset(k) / LINE;
+                // The reader's acquire of the sequence number brings the data: both in one line.
+                assertEquals(line, (w.dataOffset(k) + input.byteSize() - 1) / LINE, "call " + k);
+                assertEquals(k, region.get(ValueLayout.JAVA_LONG, line * LINE), "call " + k + "'s number");
+                assertEquals(k, region.get(ValueLayout.JAVA_BYTE, w.dataOffset(k)));
+                assertEquals(input.byteSize(), w.byteCount(k));
+                assertEquals(7, w.code(k));
+                assertEquals(0.5, w.scalar(k));
+            }
+        }
+    }
+
+    @Test
+    void aCallShowsOnceItsOwnBlockIsPublished() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment region = arena.allocate(SharedWindow.BYTES, LINE);
+            SharedWindow.initialize(region, 64);
+            SharedWindow w = new SharedWindow(region);
+            MemorySegment input = arena.allocate(64, 8);
+            assertFalse(w.shows(1));
+            w.publish(1, input, 64, 0, 0);
+            assertTrue(w.shows(1));
+            assertFalse(w.shows(2));
+            assertFalse(w.shows(3), "call 3 shares call 1's block, which holds call 1");
+            w.publish(2, input, 64, 0, 0);
+            assertTrue(w.shows(2));
+            assertEquals(2, w.sequence());
+            w.publish(3, input, 64, 0, 0);
+            assertTrue(w.shows(3));
+            assertEquals(3, w.sequence());
+            assertEquals(64, w.capacityBytes());
+        }
+    }
+}
