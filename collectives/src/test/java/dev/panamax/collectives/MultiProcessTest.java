@@ -107,19 +107,29 @@ class MultiProcessTest {
             int timeoutSeconds, IntFunction<Map<String, String>> env) throws Exception {
         List<Rank> ranks = launch(n, env, transport, Integer.toString(iterations), Long.toString(count),
                 Integer.toString(timeoutSeconds), buffers);
+        assertEveryRankSucceeds(ranks, timeoutSeconds + 60L, r -> List.of("OK"));
+    }
+
+    /**
+     * Waits up to {@code waitSeconds} for each rank and asserts that all exited with 0 and printed the {@code wanted}
+     * lines; a failure shows every rank's exit status and output.
+     */
+    private static void assertEveryRankSucceeds(List<Rank> ranks, long waitSeconds, IntFunction<List<String>> wanted)
+            throws Exception {
         boolean ok = true;
         StringBuilder report = new StringBuilder();
-        for (int r = 0; r < n; r++) {
+        for (int r = 0; r < ranks.size(); r++) {
             Rank rank = ranks.get(r);
-            boolean finished = rank.process().waitFor(timeoutSeconds + 60L, TimeUnit.SECONDS);
+            boolean finished = rank.process().waitFor(waitSeconds, TimeUnit.SECONDS);
             if (!finished) {
                 rank.process().destroyForcibly().waitFor(10, TimeUnit.SECONDS);
             }
             List<String> out = rank.output().get(10, TimeUnit.SECONDS);
             int exit = rank.process().exitValue();
-            ok &= finished && exit == 0 && out.contains("OK");
-            report.append("rank ").append(r).append(finished ? " exited with " + exit : " did not finish").append(":\n")
-                    .append(String.join("\n", out)).append('\n');
+            ok &= finished && exit == 0 && out.containsAll(wanted.apply(r));
+            report.append("rank ").append(r).append(finished ? " exited with " + exit : " did not finish")
+                    .append(" (wanted ").append(wanted.apply(r)).append("):\n").append(String.join("\n", out))
+                    .append('\n');
         }
         assertTrue(ok, report::toString);
     }
@@ -130,14 +140,7 @@ class MultiProcessTest {
         List<Rank> ranks = launch(4, r -> Map.of("PANAMAX_NODE", r < 2 ? "a" : "b"), "auto", "3", "1048579", "60");
         String[] want = {"LINKS self shm tcp tcp", "LINKS shm self tcp tcp", "LINKS tcp tcp self shm",
                 "LINKS tcp tcp shm self"};
-        for (int r = 0; r < 4; r++) {
-            Rank rank = ranks.get(r);
-            assertTrue(rank.process().waitFor(120, TimeUnit.SECONDS), "a rank did not finish");
-            List<String> out = rank.output().get(10, TimeUnit.SECONDS);
-            assertEquals(0, rank.process().exitValue(), () -> String.join("\n", out));
-            assertTrue(out.contains(want[r]), () -> String.join("\n", out));
-            assertTrue(out.contains("OK"), () -> String.join("\n", out));
-        }
+        assertEveryRankSucceeds(ranks, 120, r -> List.of(want[r], "OK"));
     }
 
     @ParameterizedTest
