@@ -1,6 +1,7 @@
 package dev.panamax.collectives;
 
 import dev.panamax.testing.Ports;
+import dev.panamax.testing.RankProcesses;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -10,6 +11,7 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -105,42 +107,18 @@ class MultiProcessTest {
     /** As above, with environment variables per rank. */
     static void processesAllReduce(int n, String transport, String buffers, int iterations, long count,
             int timeoutSeconds, IntFunction<Map<String, String>> env) throws Exception {
-        List<Rank> ranks = launch(n, env, transport, Integer.toString(iterations), Long.toString(count),
-                Integer.toString(timeoutSeconds), buffers);
-        assertEveryRankSucceeds(ranks, timeoutSeconds + 60L, r -> List.of("OK"));
-    }
-
-    /**
-     * Waits up to {@code waitSeconds} for each rank and asserts that all exited with 0 and printed the {@code wanted}
-     * lines; a failure shows every rank's exit status and output.
-     */
-    private static void assertEveryRankSucceeds(List<Rank> ranks, long waitSeconds, IntFunction<List<String>> wanted)
-            throws Exception {
-        boolean ok = true;
-        StringBuilder report = new StringBuilder();
-        for (int r = 0; r < ranks.size(); r++) {
-            Rank rank = ranks.get(r);
-            boolean finished = rank.process().waitFor(waitSeconds, TimeUnit.SECONDS);
-            if (!finished) {
-                rank.process().destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-            }
-            List<String> out = rank.output().get(10, TimeUnit.SECONDS);
-            int exit = rank.process().exitValue();
-            ok &= finished && exit == 0 && out.containsAll(wanted.apply(r));
-            report.append("rank ").append(r).append(finished ? " exited with " + exit : " did not finish")
-                    .append(" (wanted ").append(wanted.apply(r)).append("):\n").append(String.join("\n", out))
-                    .append('\n');
-        }
-        assertTrue(ok, report::toString);
+        RankProcesses.runExpectingOk(RankProcess.class, n, env, r -> List.of("OK"),
+                Duration.ofSeconds(timeoutSeconds + 60L), transport, Integer.toString(iterations),
+                Long.toString(count), Integer.toString(timeoutSeconds), buffers);
     }
 
     @Test
     void panamaxNodeGroupsRanksIntoSharedMemoryNodes() throws Exception {
         // Ranks 0,1 on node "a" and 2,3 on node "b": shared memory inside a node, TCP between nodes.
-        List<Rank> ranks = launch(4, r -> Map.of("PANAMAX_NODE", r < 2 ? "a" : "b"), "auto", "3", "1048579", "60");
         String[] want = {"LINKS self shm tcp tcp", "LINKS shm self tcp tcp", "LINKS tcp tcp self shm",
                 "LINKS tcp tcp shm self"};
-        assertEveryRankSucceeds(ranks, 120, r -> List.of(want[r], "OK"));
+        RankProcesses.runExpectingOk(RankProcess.class, 4, r -> Map.of("PANAMAX_NODE", r < 2 ? "a" : "b"),
+                r -> List.of(want[r], "OK"), Duration.ofSeconds(120), "auto", "3", "1048579", "60");
     }
 
     @ParameterizedTest

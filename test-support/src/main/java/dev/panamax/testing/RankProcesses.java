@@ -52,6 +52,13 @@ public final class RankProcesses {
      */
     public static void runExpectingOk(Class<?> main, int n, IntFunction<Map<String, String>> environment,
                                       Duration timeout, String... args) throws IOException, InterruptedException {
+        runExpectingOk(main, n, environment, r -> List.of(), timeout, args);
+    }
+
+    /** As above, each rank also printing every line of {@code wantedLines.apply(rank)} (whole lines). */
+    public static void runExpectingOk(Class<?> main, int n, IntFunction<Map<String, String>> environment,
+                                      IntFunction<List<String>> wantedLines, Duration timeout, String... args)
+            throws IOException, InterruptedException {
         int port = Ports.freePort();
         List<Process> ranks = new ArrayList<>();
         List<File> logs = new ArrayList<>();
@@ -71,9 +78,11 @@ public final class RankProcesses {
                 Process p = ranks.get(r);
                 boolean done = p.waitFor(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
                 String out = read(logs.get(r));
-                ok &= done && p.exitValue() == 0 && out.contains("OK");
+                List<String> wanted = wantedLines.apply(r);
+                ok &= done && p.exitValue() == 0 && out.contains("OK") && out.lines().toList().containsAll(wanted);
                 report.append("rank ").append(r).append(done ? " exited with " + p.exitValue() : " did not finish")
-                        .append(":\n").append(out).append('\n');
+                        .append(wanted.isEmpty() ? "" : " (wanted " + wanted + ")").append(":\n").append(out)
+                        .append('\n');
             }
             assertTrue(ok, report::toString);
         } finally {

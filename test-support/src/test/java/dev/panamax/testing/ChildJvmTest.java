@@ -60,4 +60,15 @@ class ChildJvmTest {
         assertTrue(report.contains("rank 1 exited with 3:\n"), report);
         assertTrue(report.contains("args=3\nproperty=null\nvariable=rank1\n"), report);
     }
+
+    @Test
+    void aJobOfRankProcessesCanWantWholeLinesOfEachRank() throws Exception {
+        RankProcesses.runExpectingOk(EchoMain.class, 2, r -> Map.of("PANAMAX_TEST_ECHO", "rank" + r),
+                r -> List.of("variable=rank" + r), Duration.ofSeconds(120), "0", "OK");
+        // A line that only contains the wanted one is not it.
+        AssertionFailedError e = assertThrows(AssertionFailedError.class, () -> RankProcesses.runExpectingOk(
+                EchoMain.class, 2, r -> Map.of("PANAMAX_TEST_ECHO", "rank" + r), r -> List.of("variable=rank"),
+                Duration.ofSeconds(120), "0", "OK"));
+        assertTrue(e.getMessage().contains("rank 1 exited with 0 (wanted [variable=rank]):\n"), e.getMessage());
+    }
 }
