@@ -305,7 +305,7 @@ public final class PerfRunner {
      * The sizes of {@code sweep} from {@code minBytes} to {@code maxBytes} that a JIT warm-up cycles over; where the
      * sweep has none there but larger ones, {@code maxBytes} alone (the buffers hold it): the paths of those larger
      * messages must be profiled all the same (a 16 MiB row after a warm-up of 64 KiB alone measured 3-5 ms a call
-     * instead of 1.7 while the shared-memory send path, its by-reference branch never profiled, was compiled again).
+     * instead of 1.5 while the shared-memory send path, its by-reference branch never profiled, was compiled again).
      */
     static List<Long> warmUpSizes(List<Long> sweep, long minBytes, long maxBytes) {
         List<Long> in = sweep.stream().filter(bytes -> bytes >= minBytes && bytes <= maxBytes).toList();
