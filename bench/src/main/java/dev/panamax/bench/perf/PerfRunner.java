@@ -357,9 +357,12 @@ public final class PerfRunner {
             }
             b.target.run(count);
         }
-        comm.barrier();
+        // The wait counts come over JMX, a read that runs interpreted (twice a row) and took 3-90 us, longer on one
+        // rank than on another: read after the barrier, it made the first timed call wait that long for the peer.
+        // The barrier that lines the ranks up is the statistics communicator's, so that its waits are not counted.
         histogram.reset();
         WaitCounts waitsBefore = WaitCounts.read(waitBean);
+        b.statsComm.barrier();
         long cpuBefore = THREADS.getCurrentThreadCpuTime();
         long start = System.nanoTime();
         long last = start;
@@ -373,8 +376,8 @@ public final class PerfRunner {
             last = now;
         }
         double timeUs = (last - start) / 1e3 / Math.max(1, iters);
+        double cpuUs = (THREADS.getCurrentThreadCpuTime() - cpuBefore) / 1e3 / Math.max(1, iters); // not the read's
         WaitCounts waitsAfter = WaitCounts.read(waitBean);
-        double cpuUs = (THREADS.getCurrentThreadCpuTime() - cpuBefore) / 1e3 / Math.max(1, iters);
         long wrong = -1;
         if (config.check()) {
             b.wrongs.set(ValueLayout.JAVA_LONG, 0, b.target.check(check, comm.rank(), count));
