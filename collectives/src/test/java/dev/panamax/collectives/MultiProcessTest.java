@@ -2,70 +2,35 @@ package dev.panamax.collectives;
 
 import dev.panamax.testing.Ports;
 import dev.panamax.testing.RankProcesses;
+import dev.panamax.testing.RankProcesses.Running;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import java.util.Map;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.function.IntFunction;
-import org.junit.jupiter.api.Test;
 
 /** Ranks as real processes: a full job, and a job whose rank is killed with SIGKILL mid-collective. */
 class MultiProcessTest {
-    private record Rank(Process process, List<String> lines, CompletableFuture<List<String>> output) {
-    }
-
-    private static List<Rank> launch(int n, String... args) throws IOException {
-        return launch(n, r -> Map.of(), args);
-    }
-
-    private static List<Rank> launch(int n, IntFunction<Map<String, String>> env, String... args) throws IOException {
+    /** Rank processes of one job running {@link RankProcess} with {@code args}, on a free port. */
+    private static List<Running> launch(int n, String... args) throws IOException {
         int port = Ports.freePort();
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<Rank> ranks = new ArrayList<>();
+        List<Running> ranks = new ArrayList<>();
         for (int r = 0; r < n; r++) {
-            List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "--add-modules",
-                    "jdk.incubator.vector",
-                    "-cp", System.getProperty("java.class.path"), RankProcess.class.getName()));
-            cmd.addAll(List.of(args));
-            ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-            pb.environment().put("PANAMAX_RANK", Integer.toString(r));
-            pb.environment().put("PANAMAX_WORLD_SIZE", Integer.toString(n));
-            pb.environment().put("PANAMAX_MASTER_ADDR", "127.0.0.1");
-            pb.environment().put("PANAMAX_MASTER_PORT", Integer.toString(port));
-            pb.environment().remove("PANAMAX_NODE");
-            pb.environment().putAll(env.apply(r));
-            Process p = pb.start();
-            List<String> lines = new CopyOnWriteArrayList<>();
-            CompletableFuture<List<String>> out = new CompletableFuture<>();
-            // One reader thread per rank (the common pool may have a single thread on small machines).
-            Thread.ofPlatform().daemon().start(() -> {
-                try (BufferedReader br = new BufferedReader(new InputStreamReader(p.getInputStream(),
-                        StandardCharsets.UTF_8))) {
-                    br.lines().forEach(lines::add);
-                } catch (IOException e) {
-                    lines.add("IO " + e);
-                }
-                out.complete(lines);
-            });
-            ranks.add(new Rank(p, lines, out));
+            ranks.add(RankProcesses.start(RankProcesses.builder(RankProcess.class, r, n, port, List.of(args))));
         }
         return ranks;
     }
@@ -145,7 +110,7 @@ class MultiProcessTest {
     /** As {@link #killedRank(String, double, int)}, the ranks all-reducing {@code count} floats per call. */
     static void killedRank(String transport, double timeoutSeconds, int connectSeconds, long count) throws Exception {
         Set<String> before = shmEntries();
-        List<Rank> ranks = launch(4, transport, "100000000", Long.toString(count), Double.toString(timeoutSeconds));
+        List<Running> ranks = launch(4, transport, "100000000", Long.toString(count), Double.toString(timeoutSeconds));
         try {
             // Wait until rank 2 is inside its all-reduce loop, then kill it without warning.
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(connectSeconds);
@@ -166,7 +131,7 @@ class MultiProcessTest {
                 long left = Math.max(1, deadline - System.nanoTime());
                 assertTrue(p.waitFor(left, TimeUnit.NANOSECONDS), "rank " + r + " hung after rank 2 was killed");
                 double seconds = (System.nanoTime() - killedAt) / 1e9;
-                List<String> out = ranks.get(r).output().get(10, TimeUnit.SECONDS);
+                List<String> out = ranks.get(r).allOutput();
                 assertEquals(3, p.exitValue(), () -> "rank output: " + String.join("\n", out));
                 String line = out.stream().filter(s -> s.startsWith("PEER_FAILED")).findFirst().orElseThrow();
                 // The rank that detects first names rank 2; the others may name the rank that gave up after it.
@@ -176,13 +141,13 @@ class MultiProcessTest {
             boolean someoneNamedRank2 = false;
             for (int r = 0; r < 4; r++) {
                 if (r != 2) {
-                    someoneNamedRank2 |= ranks.get(r).output().get().stream()
+                    someoneNamedRank2 |= ranks.get(r).allOutput().stream()
                             .anyMatch(s -> s.startsWith("PEER_FAILED 2 "));
                 }
             }
             assertTrue(someoneNamedRank2, "no rank named the killed rank 2");
         } finally {
-            for (Rank r : ranks) {
+            for (Running r : ranks) {
                 r.process().destroyForcibly();
             }
         }

@@ -10,8 +10,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.IntFunction;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -92,8 +95,11 @@ public final class RankProcesses {
         }
     }
 
-    /** A started process whose output lines are collected as they come (standard error merged by the builder). */
-    public record Running(Process process, List<String> lines) {
+    /**
+     * A started process whose output lines are collected as they come (standard error merged by the builder);
+     * {@code output} completes with them all once the process has closed its output.
+     */
+    public record Running(Process process, List<String> lines, CompletableFuture<List<String>> output) {
         /** The first line so far that starts with {@code prefix}, or null. */
         public String line(String prefix) {
             return lines.stream().filter(l -> l.startsWith(prefix)).findFirst().orElse(null);
@@ -108,11 +114,23 @@ public final class RankProcesses {
             return line(prefix) != null;
         }
 
-        /** Waits up to {@code timeout} for the process to exit (asserting that it does) and returns its status. */
+        /**
+         * Waits up to {@code timeout} for the process to exit (asserting that it does) and for its last lines, and
+         * returns its status.
+         */
         public int awaitExit(Duration timeout) throws InterruptedException {
             assertTrue(process.waitFor(timeout.toNanos(), TimeUnit.NANOSECONDS), "did not exit: " + lines);
-            Thread.sleep(100); // the reader takes the last lines
+            allOutput();
             return process.exitValue();
+        }
+
+        /** Every line of an exited process (waiting up to 10 s for the last ones to be read). */
+        public List<String> allOutput() throws InterruptedException {
+            try {
+                return output.get(10, TimeUnit.SECONDS);
+            } catch (ExecutionException | TimeoutException e) {
+                throw new AssertionError("the output of pid " + process.pid() + " did not end: " + lines, e);
+            }
         }
     }
 
@@ -120,17 +138,20 @@ public final class RankProcesses {
     public static Running start(ProcessBuilder pb) throws IOException {
         Process p = pb.start();
         List<String> lines = new CopyOnWriteArrayList<>();
+        CompletableFuture<List<String>> output = new CompletableFuture<>();
+        // A thread of its own per process: the common pool may have a single thread on a small machine.
         Thread.ofPlatform().daemon().name("output of pid " + p.pid()).start(() -> {
             try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(),
                     StandardCharsets.UTF_8))) {
                 for (String l = in.readLine(); l != null; l = in.readLine()) {
                     lines.add(l);
                 }
-            } catch (IOException ignored) {
-                // the process ended
+            } catch (IOException e) {
+                lines.add("(output unreadable: " + e + ")");
             }
+            output.complete(lines);
         });
-        return new Running(p, lines);
+        return new Running(p, lines, output);
     }
 
     private static String read(File f) {
