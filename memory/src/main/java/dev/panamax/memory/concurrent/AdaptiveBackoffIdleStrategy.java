@@ -22,9 +22,12 @@ import java.util.function.LongSupplier;
  * ({@code oversubscribed}) therefore never spins. Otherwise a wait spins up to {@link #SPIN_NANOS}, and a
  * spin that lasts past {@link #CHECKED_SPIN_NANOS} reads this thread's count of involuntary context
  * switches ({@code getrusage}) when it passes that mark and when it ends: if the kernel switched the thread
- * off its CPU in between, someone else wanted that CPU, and waits yield at once for a penalty period
- * ({@link #MIN_PENALTY_NANOS}, doubling while the next spin is preempted again, up to
- * {@link #MAX_PENALTY_NANOS}). Short spins, the common case when the peer is running, make no system call.
+ * off its CPU in between, someone else wanted that CPU, and for a penalty period ({@link #MIN_PENALTY_NANOS}, doubling
+ * while the next spin is preempted again, up to {@link #MAX_PENALTY_NANOS}) waits spin only
+ * {@link #PENALIZED_SPIN_NANOS} before they yield: long enough for a peer that is running (a yield is a system call of
+ * 1-2 us in a virtual machine, and a penalty begun between two phases of a program would otherwise make each of its
+ * next waits that long), too short to keep anyone off the CPU for long, and short of the mark, so it teaches nothing.
+ * Short spins, the common case when the peer is running, make no system call.
  * Where the count is unavailable (not Linux) only the oversubscription decides.
  *
  * <p>In waits the caller allows it ({@link #allowLongerSpin(boolean)}), the spin lengthens where waits typically
@@ -65,8 +68,10 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     public static final long PARK_NANOS = 20_000;
     /** A spin this long reads the involuntary-switch count (at this mark and at its end). */
     public static final long CHECKED_SPIN_NANOS = 5_000;
-    /** How long waits yield at once after a spin was preempted, at first. */
+    /** How long waits spin only {@link #PENALIZED_SPIN_NANOS} after a spin was preempted, at first. */
     public static final long MIN_PENALTY_NANOS = 10_000_000;
+    /** How long a wait spins during a penalty before it yields (shorter than {@link #CHECKED_SPIN_NANOS}). */
+    public static final long PENALIZED_SPIN_NANOS = 2_000;
     /** The longest penalty, reached by doubling while spins keep being preempted. */
     public static final long MAX_PENALTY_NANOS = 1_000_000_000;
     /** The longest sleep on a wake signal: a wait still checks its peers and its deadline this often. */
@@ -81,8 +86,13 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     private final LongSupplier involuntarySwitches;
     private final boolean oversubscribed;
     private final long yieldNanos;
-    /** The spin of the wait in progress (0, {@link #SPIN_NANOS} or the learned one), chosen at its first idle. */
+    /**
+     * The spin of the wait in progress (0, {@link #PENALIZED_SPIN_NANOS}, {@link #SPIN_NANOS} or the learned one),
+     * chosen at its first idle.
+     */
     private long spinNanos;
+    /** Whether the wait in progress began in a penalty: it neither learns nor teaches a spin. */
+    private boolean penalized;
     /**
      * The spin a wait that allows it gets while the CPU is not contended: {@link #SPIN_NANOS} up to
      * {@link #MAX_SPIN_NANOS}.
@@ -166,7 +176,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      * rounds old, which only makes it shorter); one that ended while yielding reads the clock and the switch count.
      */
     private void learn() {
-        if (oversubscribed) {
+        if (oversubscribed || penalized) {
             return;
         }
         switch (phase) {
@@ -274,7 +284,9 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
                 idleSince = now;
                 idled = true;
                 clocked = true;
-                spinNanos = oversubscribed || inPenalty(now) ? 0 : longerSpinAllowed ? learnedSpinNanos : SPIN_NANOS;
+                penalized = inPenalty(now);
+                spinNanos = oversubscribed ? 0 : penalized ? PENALIZED_SPIN_NANOS
+                        : longerSpinAllowed ? learnedSpinNanos : SPIN_NANOS;
             }
             long idle = now - idleSince;
             Phase next = idle < spinNanos ? Phase.SPINNING : idle < spinNanos + yieldNanos ? Phase.YIELDING
@@ -284,7 +296,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
             } else if (next != Phase.SPINNING && phase == Phase.SPINNING) {
                 boolean marked = switchesAtMark >= 0;
                 long switches = spinEnded(now);
-                if (next == Phase.YIELDING && spinNanos > 0 && longerSpinAllowed) {
+                if (next == Phase.YIELDING && spinNanos > 0 && longerSpinAllowed && !penalized) {
                     // The count the yields are judged by: none when the spin was preempted (it learns nothing).
                     switchesAtYield = marked ? switches : involuntarySwitches.getAsLong();
                 }
@@ -339,7 +351,10 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
         longerSpinAllowed = false;
     }
 
-    /** Whether waits yield at once at {@code now} (a clock reading) because a spin was preempted lately. */
+    /**
+     * Whether waits spin only {@link #PENALIZED_SPIN_NANOS} at {@code now} (a clock reading) because a spin was
+     * preempted lately.
+     */
     public boolean inPenalty(long now) {
         return !oversubscribed && now - noSpinUntil < 0;
     }
@@ -381,8 +396,8 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      * Running totals of one strategy, read from plain fields the waiting thread writes (a read from another
      * thread may be stale or mix two moments).
      *
-     * @param spinNanos      how long the latest wait could spin (0 when oversubscribed or in a penalty; learned, see
-     *                       the class comment)
+     * @param spinNanos      how long the latest wait could spin (0 when oversubscribed, {@link #PENALIZED_SPIN_NANOS}
+     *                       in a penalty; learned, see the class comment)
      * @param waits          waits that idled at least once
      * @param servedSpinning of those, the waits that ended in the spin phase
      * @param spins          idles spent spinning ({@link Thread#onSpinWait()})

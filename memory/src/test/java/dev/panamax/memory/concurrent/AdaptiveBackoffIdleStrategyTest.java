@@ -22,6 +22,7 @@ class AdaptiveBackoffIdleStrategyTest {
     private static final long START = 1_000_000_000L;
     private static final long SPIN = AdaptiveBackoffIdleStrategy.SPIN_NANOS;
     private static final long PENALTY = AdaptiveBackoffIdleStrategy.MIN_PENALTY_NANOS;
+    private static final long PENALIZED_SPIN = AdaptiveBackoffIdleStrategy.PENALIZED_SPIN_NANOS;
 
     private long now = START;
     private int clockReads;
@@ -50,12 +51,15 @@ class AdaptiveBackoffIdleStrategyTest {
         return s.phase();
     }
 
-    /** One wait that begins at {@code at} and idles until {@code at + length}; returns whether it could spin. */
+    /**
+     * One wait that begins at {@code at} and idles until {@code at + length}; returns whether it could spin in full
+     * (not only the short spin of a penalty).
+     */
     private boolean waitFrom(AdaptiveBackoffIdleStrategy s, long at, long length, boolean preempted) {
         s.reset();
         s.allowLongerSpin(longer);
         idleAt(s, at);
-        boolean spun = s.phase() == Phase.SPINNING;
+        boolean spun = s.phase() == Phase.SPINNING && s.counts().spinNanos() > PENALIZED_SPIN;
         if (length >= AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS) {
             idleAt(s, at + AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS);
         }
@@ -110,10 +114,29 @@ class AdaptiveBackoffIdleStrategyTest {
         assertEquals(2, switchReads, "read at the mark and at the end of the spin");
         assertEquals(1, s.counts().preemptedSpins());
         long end = 20_000;
-        assertEquals(false, waitFrom(s, end + 1_000, 20_000, false), "in the penalty: yield at once");
+        assertEquals(false, waitFrom(s, end + 1_000, 20_000, false), "in the penalty: the short spin only");
         assertEquals(false, waitFrom(s, end + PENALTY - 1, 1_000, false));
         assertEquals(true, waitFrom(s, end + PENALTY, 1_000, false), "the penalty is over");
-        assertEquals(2, s.counts().servedSpinning(), "the first wait and the last ended while spinning");
+        assertEquals(3, s.counts().servedSpinning(), "all but the 20 us wait in the penalty ended while spinning");
+        assertEquals(2, switchReads, "the waits in the penalty read no switch count");
+    }
+
+    @Test
+    void aWaitInThePenaltySpinsBrieflyThenYieldsWithoutReadingTheSwitchCount() {
+        longer = true;
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        assertEquals(true, waitFrom(s, 0, 20_000, true));
+        int reads = switchReads;
+        s.reset();
+        s.allowLongerSpin(true);
+        assertEquals(Phase.SPINNING, idleAt(s, 30_000), "a peer that is running arrives within the short spin");
+        assertEquals(PENALIZED_SPIN, s.counts().spinNanos());
+        assertEquals(Phase.SPINNING, idleAt(s, 30_000 + PENALIZED_SPIN - 1));
+        assertEquals(Phase.YIELDING, idleAt(s, 30_000 + PENALIZED_SPIN));
+        idleAt(s, 130_000);
+        s.waitEnded();
+        assertEquals(reads, switchReads, "no switch count read (outside a penalty, one when the spin gives way)");
+        assertTrue(PENALIZED_SPIN < AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS, "the short spin is never checked");
     }
 
     @Test
@@ -207,7 +230,9 @@ class AdaptiveBackoffIdleStrategyTest {
         switches++;
         idleAt(s, 20_000);
         s.reset(); // progress, or the next wait of a caller that keeps no counts
-        assertEquals(Phase.YIELDING, idleAt(s, 30_000), "the preempted spin began a penalty");
+        idleAt(s, 30_000);
+        assertEquals(PENALIZED_SPIN, s.counts().spinNanos(), "the preempted spin began a penalty");
+        assertEquals(Phase.YIELDING, idleAt(s, 30_000 + PENALIZED_SPIN));
         s.reset();
         assertEquals(Phase.SPINNING, idleAt(s, 20_000 + PENALTY), "and it ended");
     }

@@ -10,25 +10,25 @@ import java.lang.foreign.MemorySegment;
 /**
  * Gets two ranks of one host out of taking turns on one CPU while another CPU idles or runs something else.
  *
- * <p>Two ranks that wait for each other can end up on one CPU (a wake-up placed beside the waker, a load balance
- * while a compiler thread ran): then each spins out its 50 us while the rank it waits for cannot run, and yields
- * to it, 100 us per 8-byte all-reduce instead of 0.4; both stay cache-hot, so the load balancer leaves them there
- * (scheduler traces: docs/results/performance.md). Beside a CPU-bound process it is the usual state. So a wait
- * that has lasted {@link #CHECK_AFTER_NANOS} (or yields at once) publishes the CPU it runs on where same-host peers
- * read it ({@link Link#shareCpu}: in the shared-memory inbox, or, for verbs and TCP links between ranks of one
- * host, in the transport's {@code CpuBoard}), again whenever it finds itself on another one, and withdraws it when
- * it ends or parks (a parked rank takes no CPU from anyone); a rank that finds a lower rank it waits for, also
- * waiting, on the same CPU moves itself off that CPU ({@link Libc#moveOffCpu}: its affinity narrowed for the one
- * migration, then restored, so a mask the user set is kept), at most once per {@link #MIN_MOVE_INTERVAL_NANOS}.
- * Only the higher rank of a pair moves, so that the two do not swap CPUs. Not used where the ranks outnumber the
- * CPUs (they must share) or waits only spin. Not thread-safe: the wait's thread only.
+ * <p>Two ranks that wait for each other can end up on one CPU (a wake-up placed beside the waker, a load balance while
+ * a compiler thread ran): then each spins out its 50 us while the rank it waits for cannot run, and yields to it, 100
+ * us per 8-byte all-reduce instead of 0.4; both stay cache-hot, so the load balancer leaves them there (scheduler
+ * traces: docs/results/performance.md). Beside a CPU-bound process it is the usual state. So a wait that has lasted
+ * {@link #CHECK_AFTER_NANOS} (or began in a preempted spin's penalty) publishes the CPU it runs on where same-host
+ * peers read it ({@link Link#shareCpu}: in the shared-memory inbox, or, for verbs and TCP links between ranks of one
+ * host, in the transport's {@code CpuBoard}), again whenever it finds itself on another one, and withdraws it when it
+ * ends or parks (a parked rank takes no CPU from anyone); a rank that finds a lower rank it waits for, also waiting,
+ * on the same CPU moves itself off that CPU ({@link Libc#moveOffCpu}: its affinity narrowed for the one migration,
+ * then restored, so a mask the user set is kept), at most once per {@link #MIN_MOVE_INTERVAL_NANOS}. Only the higher
+ * rank of a pair moves, so that the two do not swap CPUs. Not used where the ranks outnumber the CPUs (they must
+ * share) or waits only spin. Not thread-safe: the wait's thread only.
  */
 final class CpuSeparation {
     /** The least time between two moves of one rank. */
     static final long MIN_MOVE_INTERVAL_NANOS = 1_000_000;
     /**
-     * How long a wait runs before it publishes and compares CPUs (at once where it yields at once): past the waits
-     * a running peer serves, well before the end of the spin that two ranks on one CPU each burn.
+     * How long a wait runs before it publishes and compares CPUs (at once in a preempted spin's penalty): past the
+     * waits a running peer serves, well before the end of the spin that two ranks on one CPU each burn.
      */
     static final long CHECK_AFTER_NANOS = 5_000;
 
