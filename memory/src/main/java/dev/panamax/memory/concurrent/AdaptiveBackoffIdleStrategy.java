@@ -26,7 +26,8 @@ import java.util.function.LongSupplier;
  * while the next spin is preempted again, up to {@link #MAX_PENALTY_NANOS}) waits spin only
  * {@link #PENALIZED_SPIN_NANOS} before they yield: long enough for a peer that is running (a yield is a system call of
  * 1-2 us in a virtual machine, and a penalty begun between two phases of a program would otherwise make each of its
- * next waits that long), too short to keep anyone off the CPU for long, and short of the mark, so it teaches nothing.
+ * next waits that long), too short to keep anyone off the CPU for long, and short of the mark (no switch count read);
+ * such a wait teaches no spin either.
  * Short spins, the common case when the peer is running, make no system call.
  * Where the count is unavailable (not Linux) only the oversubscription decides.
  *

@@ -127,9 +127,9 @@ public final class Settings {
     public static final Knob NODE = knob("PANAMAX_NODE", "panamax.node", "host name and boot id",
             "the host identity: ranks with the same value share memory, the others use TCP (emulates nodes)");
     public static final Knob WAIT = knob("PANAMAX_WAIT", "panamax.wait", "adaptive",
-            "how a rank waits for its peers: adaptive (spin, yield, then sleep; yield at once while the CPUs are "
-                    + "contended) or spin (never give up the CPU: only for ranks bound one per core, as Open MPI "
-                    + "binds them)");
+            "how a rank waits for its peers: adaptive (spin, yield, then sleep; spin 2 us at most, or not at all, "
+                    + "while the CPUs are contended) or spin (never give up the CPU: only for ranks bound one per "
+                    + "core, as Open MPI binds them)");
 
     // ---- observability and the cost model -------------------------------------------------------
 

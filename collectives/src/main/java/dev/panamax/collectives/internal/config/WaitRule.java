@@ -4,7 +4,7 @@ import java.util.Locale;
 
 /** How a rank waits for its peers ({@link Settings#WAIT}). */
 public enum WaitRule {
-    /** Spin, yield, then sleep (or park); yield at once while the CPUs are contended. */
+    /** Spin, yield, then sleep (or park); spin 2 us at most, or not at all, while the CPUs are contended. */
     ADAPTIVE,
     /** Never give up the CPU: for ranks bound one per core. */
     SPIN;
