@@ -108,7 +108,7 @@ class AdaptiveBackoffIdleStrategyTest {
     }
 
     @Test
-    void aPreemptedSpinStopsSpinningForThePenaltyThenSpinningResumes() {
+    void aPreemptedSpinLeavesOnlyTheShortSpinForThePenaltyThenTheFullSpinResumes() {
         AdaptiveBackoffIdleStrategy s = strategy(false);
         assertEquals(true, waitFrom(s, 0, 20_000, true));
         assertEquals(2, switchReads, "read at the mark and at the end of the spin");
