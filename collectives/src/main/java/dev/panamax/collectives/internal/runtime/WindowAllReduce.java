@@ -120,7 +120,7 @@ final class WindowAllReduce {
                 }
             }
             for (Arrival a : arrivals) {
-                a.expect(k);
+                a.expect(k, bytes);
             }
             loop.step(0, "window");
             loop.awaitAll(arrivals, arrivals.length);
@@ -207,20 +207,22 @@ final class WindowAllReduce {
     private static final class Arrival extends Request {
         private final SharedWindow window;
         private long awaited;
+        private long awaitedBytes;
 
         Arrival(Link link, SharedWindow window) {
             super(link);
             this.window = window;
         }
 
-        void expect(long call) {
+        void expect(long call, long bytes) {
             awaited = call;
+            awaitedBytes = bytes;
             reopen();
         }
 
         @Override
         protected boolean checkComplete() {
-            return window.shows(awaited);
+            return window.shows(awaited, awaitedBytes);
         }
 
         @Override

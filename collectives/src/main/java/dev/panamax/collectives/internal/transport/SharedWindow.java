@@ -19,7 +19,9 @@ import java.lang.invoke.VarHandle;
  * count, a code of its type and operation, the scalar of a pre-multiplied sum and the first
  * {@value #FIRST_LINE_DATA_BYTES} bytes of its data; the rest of the data follows. So the line a reader polls brings
  * the call's header, and all of a call of up to {@value #FIRST_LINE_DATA_BYTES} bytes, with it: one transfer between
- * the CPUs' caches instead of a sequence line, a header line and a data line in turn.
+ * the CPUs' caches instead of a sequence line, a header line and a data line in turn. For calls of up to
+ * {@value #POLLED_DATA_BYTES} bytes a poll also loads the other lines of the data (see {@link #shows(long, long)}), so
+ * those come over in the same transfer time rather than after the first line.
  */
 public final class SharedWindow {
     /** The most bytes a window can carry per call. */
@@ -32,6 +34,8 @@ public final class SharedWindow {
     private static final long B_DATA = 32;
     /** The data a block's first line holds beside the header. */
     static final long FIRST_LINE_DATA_BYTES = LINE - B_DATA;
+    /** Calls of up to this many bytes have every line of their data loaded by each poll. */
+    static final long POLLED_DATA_BYTES = 512;
     private static final long BLOCK_BYTES = LINE + MAX_CAPACITY_BYTES;
     /** The bytes of a window region. */
     public static final long BYTES = LINE + 2 * BLOCK_BYTES;
@@ -40,6 +44,8 @@ public final class SharedWindow {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
     private final MemorySegment region;
+    /** Where {@link #shows(long, long)} leaves the sum of the lines it loaded, so that the compiler keeps the loads. */
+    private long polledSum;
 
     /** A window over {@code region} ({@link #BYTES} long, zeroed or {@link #initialize}d by its owner). */
     public SharedWindow(MemorySegment region) {
@@ -79,19 +85,45 @@ public final class SharedWindow {
      * the one line of that call's block.
      */
     public boolean shows(long sequence) {
-        return (long) LONG.getAcquire(region, block(sequence) + B_SEQUENCE) >= sequence;
+        return shows(sequence, 0);
+    }
+
+    /**
+     * {@link #shows(long)} for a call of {@code dataBytes} bytes: if it has at most {@value #POLLED_DATA_BYTES}, the
+     * poll also loads the lines of its data past the first. The CPU issues those loads together with the polled one,
+     * so on the poll that finds the call published its data comes over in the same transfer time, where reading it
+     * after the poll took a second transfer. A line loaded before the writer wrote it is only a copy the writer then
+     * invalidates; the reader reads the data again after the acquiring load, so it never reads it stale. Not for
+     * larger calls: the lines a poll keeps taking back slow the writer's longer copy.
+     */
+    public boolean shows(long sequence, long dataBytes) {
+        long block = block(sequence);
+        boolean shown = (long) LONG.getAcquire(region, block + B_SEQUENCE) >= sequence;
+        if (dataBytes > FIRST_LINE_DATA_BYTES && dataBytes <= POLLED_DATA_BYTES) {
+            long sum = 0;
+            for (long line = block + LINE; line < block + B_DATA + dataBytes; line += LINE) {
+                sum += region.get(ValueLayout.JAVA_LONG, line);
+            }
+            polledSum = sum;
+        }
+        return shown;
     }
 
     /**
      * Owner: writes call {@code sequence}'s input ({@code bytes} of {@code src}), its code and scalar into the call's
-     * block, then publishes the sequence number there.
+     * block, then publishes the sequence number there. The data past the first line goes first and the first line
+     * last, in one run of stores ending with the number: a reader polls that line, and a line it takes back between
+     * two of the writer's stores costs the writer another transfer.
      */
     public void publish(long sequence, MemorySegment src, long bytes, long code, double scalar) {
         long block = block(sequence);
+        if (bytes > FIRST_LINE_DATA_BYTES) {
+            MemorySegment.copy(src, FIRST_LINE_DATA_BYTES, region, block + LINE, bytes - FIRST_LINE_DATA_BYTES);
+        }
         region.set(ValueLayout.JAVA_LONG, block + B_BYTES, bytes);
         region.set(ValueLayout.JAVA_LONG, block + B_CODE, code);
         region.set(ValueLayout.JAVA_DOUBLE, block + B_SCALAR, scalar);
-        MemorySegment.copy(src, 0, region, block + B_DATA, bytes);
+        MemorySegment.copy(src, 0, region, block + B_DATA, Math.min(bytes, FIRST_LINE_DATA_BYTES));
         LONG.setRelease(region, block + B_SEQUENCE, sequence);
     }
 

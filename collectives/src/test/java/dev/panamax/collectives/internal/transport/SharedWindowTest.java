@@ -36,6 +36,55 @@ class SharedWindowTest {
     }
 
     @Test
+    void everyByteOfACallReadsBackWhereDataOffsetSaysWhateverItsSize() {
+        // The data past the first line is written before the first line: each size must still land whole.
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment region = arena.allocate(SharedWindow.BYTES, LINE);
+            SharedWindow.initialize(region, SharedWindow.MAX_CAPACITY_BYTES);
+            SharedWindow w = new SharedWindow(region);
+            MemorySegment input = arena.allocate(SharedWindow.MAX_CAPACITY_BYTES, 8);
+            long k = 0;
+            for (long bytes : new long[] {0, 1, 31, 32, 33, 63, 64, 65, 509, 512, 513, 4096}) {
+                k++;
+                for (long i = 0; i < input.byteSize(); i++) {
+                    input.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 31 + k));
+                }
+                region.asSlice(w.dataOffset(k), SharedWindow.MAX_CAPACITY_BYTES).fill((byte) -1);
+                w.publish(k, input, bytes, k, k);
+                long at = w.dataOffset(k);
+                assertEquals(-1, MemorySegment.mismatch(input, 0, bytes, region, at, at + bytes), bytes + " bytes");
+                if (bytes < SharedWindow.MAX_CAPACITY_BYTES) {
+                    assertEquals((byte) -1, region.get(ValueLayout.JAVA_BYTE, at + bytes),
+                            "the byte after a call of " + bytes + " bytes");
+                }
+                assertEquals(bytes, w.byteCount(k));
+                assertEquals(k, w.code(k));
+                assertTrue(w.shows(k, bytes));
+            }
+        }
+    }
+
+    @Test
+    void aPollThatLoadsTheDataLinesAnswersAsOneThatDoesNot() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment region = arena.allocate(SharedWindow.BYTES, LINE);
+            SharedWindow.initialize(region, SharedWindow.MAX_CAPACITY_BYTES);
+            SharedWindow w = new SharedWindow(region);
+            MemorySegment input = arena.allocate(SharedWindow.MAX_CAPACITY_BYTES, 8);
+            for (long k = 1; k <= 3; k++) {
+                for (long bytes = 0; bytes <= SharedWindow.MAX_CAPACITY_BYTES; bytes++) {
+                    assertFalse(w.shows(k, bytes), "call " + k + " of " + bytes + " bytes before it is published");
+                    assertFalse(w.shows(k + 1, bytes), "call " + (k + 1) + " of " + bytes + " bytes");
+                }
+                w.publish(k, input, SharedWindow.POLLED_DATA_BYTES, 0, 0);
+                for (long bytes = 0; bytes <= SharedWindow.MAX_CAPACITY_BYTES; bytes++) {
+                    assertTrue(w.shows(k, bytes), "call " + k + " polled as " + bytes + " bytes");
+                }
+            }
+        }
+    }
+
+    @Test
     void aCallShowsOnceItsOwnBlockIsPublished() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment region = arena.allocate(SharedWindow.BYTES, LINE);
