@@ -215,6 +215,34 @@ public final class Libc {
         }
     }
 
+    /**
+     * Fills {@code mask} ({@link #CPU_SET_BYTES} bytes) with the CPUs process {@code pid} may run on (the affinity of
+     * its main thread, which its other threads inherit unless changed) and returns how many there are; -1 where that is
+     * unknown (no such process, or the call is unavailable or fails).
+     */
+    public static int affinity(long pid, MemorySegment mask) {
+        if (SCHED_GETAFFINITY == null || !IS_LINUX_64 || pid <= 0 || pid > Integer.MAX_VALUE) {
+            return -1;
+        }
+        try {
+            if ((int) SCHED_GETAFFINITY.invokeExact((int) pid, CPU_SET_BYTES, mask) != 0) {
+                return -1;
+            }
+        } catch (Throwable t) {
+            return -1;
+        }
+        return cpuCount(mask);
+    }
+
+    /** How many CPUs a mask of {@link #CPU_SET_BYTES} bytes holds. */
+    public static int cpuCount(MemorySegment mask) {
+        int n = 0;
+        for (long i = 0; i < CPU_SET_BYTES; i += 8) {
+            n += Long.bitCount(mask.get(ValueLayout.JAVA_LONG_UNALIGNED, i));
+        }
+        return n;
+    }
+
     /** Whether {@link #futexWait} and {@link #futexWake} work here (64-bit Linux on x86-64 or arm64). */
     public static boolean hasFutex() {
         return SYSCALL_FUTEX != null && SYS_FUTEX >= 0;

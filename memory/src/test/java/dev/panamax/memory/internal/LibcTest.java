@@ -76,6 +76,22 @@ class LibcTest {
 
     @Test
     @EnabledOnOs(OS.LINUX)
+    void theAffinityOfAProcessIsItsMaskAndOfNoProcessUnknown() throws Exception {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment mask = arena.allocate(Libc.CPU_SET_BYTES, 8);
+            int cpus = Libc.affinity(ProcessHandle.current().pid(), mask);
+            assertTrue(cpus >= Runtime.getRuntime().availableProcessors(), cpus + " CPUs in this process's mask"
+                    + " (availableProcessors may be lower, by a quota, never higher)");
+            assertEquals(cpus, Libc.cpuCount(mask));
+            Process gone = new ProcessBuilder("true").start();
+            gone.waitFor();
+            assertEquals(-1, Libc.affinity(gone.pid(), mask), "a process that exited and was reaped");
+            assertEquals(-1, Libc.affinity(0, mask), "pid 0 (the calling thread) is not a process id here");
+        }
+    }
+
+    @Test
+    @EnabledOnOs(OS.LINUX)
     void pollFindsAFileReadableAtOnceAndWaitsOutItsTimeoutOnNoDescriptor() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment pollfd = arena.allocate(Libc.POLLFD_BYTES, 8);

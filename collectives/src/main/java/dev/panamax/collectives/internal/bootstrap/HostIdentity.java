@@ -3,8 +3,12 @@ package dev.panamax.collectives.internal.bootstrap;
 import dev.panamax.collectives.Topology;
 import dev.panamax.collectives.TransportKind;
 import dev.panamax.collectives.internal.config.Settings;
+import dev.panamax.memory.internal.Libc;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -53,6 +57,47 @@ public final class HostIdentity {
             // not Linux: the name alone
         }
         return (name + "/" + boot).replace(' ', '_');
+    }
+
+    /**
+     * How many CPUs the ranks of this host, processes {@code localPids} (this one among them), may run on together: the
+     * union of their affinity masks. Ranks bound one to a core ({@code taskset}, a launcher's binding) thus count one
+     * CPU each, not one in all, which is what each one's {@link Runtime#availableProcessors()} says, and would make
+     * ranks on separate cores look oversubscribed (waits that never spin, yielding their core to any other process
+     * on it). At most this process's {@code availableProcessors()} where that is below its own mask: a CPU quota,
+     * which the host's ranks share. That same count where a mask cannot be read.
+     */
+    static int usableCpus(long[] localPids) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment own = arena.allocate(Libc.CPU_SET_BYTES, 8);
+            return usableCpus(localPids, Runtime.getRuntime().availableProcessors(),
+                    Libc.affinity(ProcessHandle.current().pid(), own));
+        }
+    }
+
+    /**
+     * {@link #usableCpus(long[])} given this process's {@code availableProcessors} and the CPUs of its own mask
+     * ({@code ownMaskCpus}, -1 unknown).
+     */
+    static int usableCpus(long[] pids, int availableProcessors, int ownMaskCpus) {
+        if (ownMaskCpus <= 0 || pids.length == 0) {
+            return availableProcessors;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment union = arena.allocate(Libc.CPU_SET_BYTES, 8);
+            MemorySegment mask = arena.allocate(Libc.CPU_SET_BYTES, 8);
+            for (long pid : pids) {
+                if (Libc.affinity(pid, mask) <= 0) {
+                    return availableProcessors;
+                }
+                for (long i = 0; i < Libc.CPU_SET_BYTES; i += 8) {
+                    union.set(ValueLayout.JAVA_LONG_UNALIGNED, i, union.get(ValueLayout.JAVA_LONG_UNALIGNED, i)
+                            | mask.get(ValueLayout.JAVA_LONG_UNALIGNED, i));
+                }
+            }
+            int cpus = Libc.cpuCount(union);
+            return availableProcessors < ownMaskCpus ? Math.min(cpus, availableProcessors) : cpus;
+        }
     }
 
     /** How many of {@code hosts} (one per rank) are {@code host}. */

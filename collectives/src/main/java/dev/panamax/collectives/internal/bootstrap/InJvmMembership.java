@@ -103,7 +103,8 @@ final class InJvmMembership implements Membership {
         }
         Topology flat = Topology.flat(size, Topology.SHARED_MEMORY.bytesPerSecond(),
                 Topology.SHARED_MEMORY.latencySeconds());
-        return new CommunicatorImpl(rank, size, fabric.linksOf(rank), timeoutNanos, new HostAllocator(), size, flat,
+        return new CommunicatorImpl(rank, size, fabric.linksOf(rank), timeoutNanos, new HostAllocator(), size,
+                Runtime.getRuntime().availableProcessors(), flat,
                 null, new CommunicatorImpl.Group(this, members, name), () -> {
                     fabric.markClosed(rank);
                     release(member);

@@ -76,6 +76,7 @@ final class StoreMembership implements Membership {
         TransportSelector.Connected connected = null;
         String[] hosts = new String[size];
         PeerInfo me = new PeerInfo(rank, ProcessHandle.current().pid(), HostIdentity.current());
+        long[] localPids = {me.pid()};
         RuntimeException error = null;
         try {
             allocator = new ShmAllocator();
@@ -90,6 +91,7 @@ final class StoreMembership implements Membership {
                 peers[p] = new PeerInfo(p, Long.parseLong(f[0]), f[1]);
                 hosts[p] = f[1];
             }
+            localPids = Arrays.stream(peers).filter(me::sameHost).mapToLong(PeerInfo::pid).toArray();
             connected = selector.connect(rendezvous, me, peers);
         } catch (IOException e) {
             error = new CollectiveException("rank " + rank + ": connecting the communicator failed: " + e.getMessage(),
@@ -121,7 +123,8 @@ final class StoreMembership implements Membership {
             ShmAllocator own = allocator;
             try {
                 return new CommunicatorImpl(rank, size, connected.links(), timeoutNanos, allocator,
-                        HostIdentity.ranksOn(hosts, me.host()), HostIdentity.detectTopology(hosts, kind),
+                        HostIdentity.ranksOn(hosts, me.host()), HostIdentity.usableCpus(localPids),
+                        HostIdentity.detectTopology(hosts, kind),
                         connected.registrar(), new CommunicatorImpl.Group(this, members, name), () -> {
                             sessions.close();
                             own.close();

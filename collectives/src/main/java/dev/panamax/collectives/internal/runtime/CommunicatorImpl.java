@@ -66,6 +66,7 @@ public final class CommunicatorImpl implements Communicator {
     private final CommunicatorFamily family;
     private final CommunicatorImpl parent;
     private final int localRanks;
+    private final int hostCpus;
     private final ArgumentChecks checks;
     private final PlanCache plans;
     /** Small all-reduces in one synchronisation where every peer shares memory with this rank; null otherwise. */
@@ -93,15 +94,18 @@ public final class CommunicatorImpl implements Communicator {
     /**
      * @param localRanks how many ranks of this job run on this host (to tell whether the CPUs are
      *                   oversubscribed, which changes how waits idle)
+     * @param hostCpus   how many CPUs those ranks may run on together (the union of their affinity masks): they are
+     *                   oversubscribed when they outnumber these
      * @param registrar  the transports' hook on each call's buffers, or null
      * @param group      how the ranks agree and regroup, the member id of each rank, and the
      *                   communicator's name in the job
      * @param onClose    releases what the links share, after they are closed
      */
     public CommunicatorImpl(int rank, int size, Link[] links, long timeoutNanos, BufferAllocator allocator,
-            int localRanks, Topology topology, BufferRegistrar registrar, Group group, Runnable onClose) {
-        this(null, new CommunicatorFamily(), rank, size, links, timeoutNanos, allocator, localRanks, topology,
-                registrar, group, onClose);
+            int localRanks, int hostCpus, Topology topology, BufferRegistrar registrar, Group group,
+            Runnable onClose) {
+        this(null, new CommunicatorFamily(), rank, size, links, timeoutNanos, allocator, localRanks, hostCpus,
+                topology, registrar, group, onClose);
     }
 
     /**
@@ -117,8 +121,8 @@ public final class CommunicatorImpl implements Communicator {
     }
 
     private CommunicatorImpl(CommunicatorImpl parent, CommunicatorFamily family, int rank, int size, Link[] links,
-                             long timeoutNanos, BufferAllocator allocator, int localRanks, Topology topology,
-                             BufferRegistrar registrar, Group group, Runnable onClose) {
+                             long timeoutNanos, BufferAllocator allocator, int localRanks, int hostCpus,
+                             Topology topology, BufferRegistrar registrar, Group group, Runnable onClose) {
         if (group.memberIds().length != size) {
             throw new IllegalArgumentException(size + " ranks but " + group.memberIds().length + " member ids");
         }
@@ -133,10 +137,11 @@ public final class CommunicatorImpl implements Communicator {
         this.timeoutNanos = timeoutNanos;
         this.allocator = allocator;
         this.localRanks = localRanks;
+        this.hostCpus = hostCpus;
         this.onClose = onClose;
         this.checks = new ArgumentChecks(rank, size);
         this.plans = new PlanCache(rank, size, topology == null ? Topology.flat(size) : topology);
-        this.loop = new ProgressLoop(rank, timeoutNanos, localRanks > Runtime.getRuntime().availableProcessors(),
+        this.loop = new ProgressLoop(rank, timeoutNanos, localRanks > hostCpus,
                 WaitRule.fromSettings() == WaitRule.SPIN, links);
         this.scratch = new ScratchBuffers(allocator);
         this.variableScratch = new ScratchBuffers(allocator);
@@ -641,7 +646,8 @@ public final class CommunicatorImpl implements Communicator {
         Group subGroup = new Group(membership, subMembers, splitName + "/color" + color);
         SplitAllocator subAllocator = new SplitAllocator(allocator);
         CommunicatorImpl child = new CommunicatorImpl(this, family, subRank, m, sub, timeoutNanos, subAllocator,
-                Math.min(localRanks, m), Topology.flat(m), executor.registrar(), subGroup, subAllocator::close);
+                Math.min(localRanks, m), hostCpus, Topology.flat(m), executor.registrar(), subGroup,
+                subAllocator::close);
         synchronized (children) {
             children.add(child);
         }
