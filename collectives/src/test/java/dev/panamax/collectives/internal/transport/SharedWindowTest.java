@@ -16,8 +16,7 @@ class SharedWindowTest {
     @Test
     void aSmallCallLiesInTheCacheLineItsReadersPoll() {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment region = arena.allocate(SharedWindow.BYTES, LINE);
-            SharedWindow.initialize(region, SharedWindow.MAX_CAPACITY_BYTES);
+            MemorySegment region = region(arena, SharedWindow.MAX_CAPACITY_BYTES);
             SharedWindow w = new SharedWindow(region);
             MemorySegment input = arena.allocate(SharedWindow.FIRST_LINE_DATA_BYTES, 8);
             for (long k = 1; k <= 4; k++) {
@@ -39,8 +38,7 @@ class SharedWindowTest {
     void everyByteOfACallReadsBackWhereDataOffsetSaysWhateverItsSize() {
         // The data past the first line is written before the first line: each size must still land whole.
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment region = arena.allocate(SharedWindow.BYTES, LINE);
-            SharedWindow.initialize(region, SharedWindow.MAX_CAPACITY_BYTES);
+            MemorySegment region = region(arena, SharedWindow.MAX_CAPACITY_BYTES);
             SharedWindow w = new SharedWindow(region);
             MemorySegment input = arena.allocate(SharedWindow.MAX_CAPACITY_BYTES, 8);
             long k = 0;
@@ -67,8 +65,7 @@ class SharedWindowTest {
     @Test
     void aPollThatLoadsTheDataLinesAnswersAsOneThatDoesNot() {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment region = arena.allocate(SharedWindow.BYTES, LINE);
-            SharedWindow.initialize(region, SharedWindow.MAX_CAPACITY_BYTES);
+            MemorySegment region = region(arena, SharedWindow.MAX_CAPACITY_BYTES);
             SharedWindow w = new SharedWindow(region);
             MemorySegment input = arena.allocate(SharedWindow.MAX_CAPACITY_BYTES, 8);
             for (long k = 1; k <= 3; k++) {
@@ -87,8 +84,7 @@ class SharedWindowTest {
     @Test
     void aCallShowsOnceItsOwnBlockIsPublished() {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment region = arena.allocate(SharedWindow.BYTES, LINE);
-            SharedWindow.initialize(region, 64);
+            MemorySegment region = region(arena, 64);
             SharedWindow w = new SharedWindow(region);
             MemorySegment input = arena.allocate(64, 8);
             assertFalse(w.shows(1));
@@ -104,5 +100,12 @@ class SharedWindowTest {
             assertEquals(3, w.sequence());
             assertEquals(64, w.capacityBytes());
         }
+    }
+
+    /** A window region of {@code capacityBytes} per call, as its owner initializes it. */
+    private static MemorySegment region(Arena arena, long capacityBytes) {
+        MemorySegment region = arena.allocate(SharedWindow.BYTES, LINE);
+        SharedWindow.initialize(region, capacityBytes);
+        return region;
     }
 }
