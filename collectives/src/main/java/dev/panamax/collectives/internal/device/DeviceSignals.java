@@ -3,6 +3,7 @@ package dev.panamax.collectives.internal.device;
 import dev.panamax.collectives.CollectiveTimeoutException;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.PeerFailedException;
+import dev.panamax.collectives.internal.runtime.CommunicatorImpl;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.concurrent.AdaptiveBackoffIdleStrategy;
 import dev.panamax.memory.concurrent.IdleStrategies;
@@ -53,6 +54,7 @@ final class DeviceSignals implements AutoCloseable {
     private final Arena arena;
     private final int rank;
     private final int size;
+    private final boolean oversubscribed;
     private final AdaptiveBackoffIdleStrategy backoff;
     private final long myPid = ProcessHandle.current().pid();
 
@@ -62,9 +64,10 @@ final class DeviceSignals implements AutoCloseable {
 
     /**
      * Rank {@code rank}'s view of a block of {@link #byteSize}({@code size}) zeroed bytes that every
-     * rank maps; {@code arena} (may be null) is closed by {@link #close}.
+     * rank maps; {@code arena} (may be null) is closed by {@link #close}. {@code oversubscribed}: the host's ranks
+     * outnumber the CPUs they may run on together, so waits never spin.
      */
-    DeviceSignals(MemorySegment block, Arena arena, int rank, int size) {
+    DeviceSignals(MemorySegment block, Arena arena, int rank, int size, boolean oversubscribed) {
         if (block.byteSize() < byteSize(size)) {
             throw new IllegalArgumentException("control block of " + block.byteSize() + " bytes, " + size
                     + " ranks need " + byteSize(size));
@@ -73,7 +76,8 @@ final class DeviceSignals implements AutoCloseable {
         this.arena = arena;
         this.rank = rank;
         this.size = size;
-        this.backoff = IdleStrategies.adaptiveBackoff(size > Runtime.getRuntime().availableProcessors());
+        this.oversubscribed = oversubscribed;
+        this.backoff = IdleStrategies.adaptiveBackoff(oversubscribed);
         LONG.compareAndSet(block, 0L, 0L, MAGIC);
         block.set(ValueLayout.JAVA_LONG, pidOffset(rank), myPid);
         LONG.setRelease(block, stateLine(rank), ALIVE);
@@ -115,7 +119,7 @@ final class DeviceSignals implements AutoCloseable {
                 arena.close();
                 throw e;
             }
-            DeviceSignals cb = new DeviceSignals(seg, arena, host.rank(), n);
+            DeviceSignals cb = new DeviceSignals(seg, arena, host.rank(), n, oversubscribed(host));
             try {
                 host.barrier();
             } catch (RuntimeException e) {
@@ -134,6 +138,21 @@ final class DeviceSignals implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /**
+     * As {@code host} decides for its own waits, which counts the CPUs of all the host's ranks' affinity masks: ranks
+     * bound one to a core each see one CPU, and comparing the rank count with that would make them never spin. A
+     * communicator of another kind: its size against this process's CPUs.
+     */
+    static boolean oversubscribed(Communicator host) {
+        return host instanceof CommunicatorImpl c ? c.oversubscribed()
+                : host.size() > Runtime.getRuntime().availableProcessors();
+    }
+
+    /** Whether waits never spin: the host's ranks outnumber their CPUs. */
+    boolean oversubscribed() {
+        return oversubscribed;
     }
 
     int rank() {

@@ -141,7 +141,7 @@ public final class CommunicatorImpl implements Communicator {
         this.onClose = onClose;
         this.checks = new ArgumentChecks(rank, size);
         this.plans = new PlanCache(rank, size, topology == null ? Topology.flat(size) : topology);
-        this.loop = new ProgressLoop(rank, timeoutNanos, localRanks > hostCpus,
+        this.loop = new ProgressLoop(rank, timeoutNanos, oversubscribed(),
                 WaitRule.fromSettings() == WaitRule.SPIN, links);
         this.scratch = new ScratchBuffers(allocator);
         this.variableScratch = new ScratchBuffers(allocator);
@@ -179,6 +179,14 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public long timeoutNanos() {
         return timeoutNanos;
+    }
+
+    /**
+     * Whether this host's ranks outnumber the CPUs they may run on together, so that a wait must not spin: what this
+     * communicator's own waits follow, and what waits beside its calls (the GPU stages' signals) should follow too.
+     */
+    public boolean oversubscribed() {
+        return localRanks > hostCpus;
     }
 
     // ---- blocking collectives -------------------------------------------------------------

@@ -60,7 +60,8 @@ class DeviceScheduleExecutorTest {
             this.n = n;
             block = arena.allocate(DeviceSignals.byteSize(n), 64);
             for (int r = 0; r < n; r++) {
-                controls.add(new DeviceSignals(block, null, r, n));
+                controls.add(new DeviceSignals(block, null, r, n,
+                        n > Runtime.getRuntime().availableProcessors()));
                 ops.add(new EmulatedDeviceOps(fabric, r));
                 executors.add(new DeviceScheduleExecutor<>(ops.get(r), controls.get(r), timeoutNanos));
             }
