@@ -59,7 +59,7 @@ record WaitCounts(long waits, long servedSpinning, long spins, long yields, long
      * Per call from {@code before} to this: waits that idled, the share of them served while spinning,
      * spins, yields, parks, sleeps, the latest spin in microseconds, and the CPU moves in all (not per call).
      */
-    double[] perCallSince(WaitCounts before, int calls) {
+    double[] perCallSince(WaitCounts before, long calls) {
         double n = Math.max(1, calls);
         long w = waits - before.waits;
         return new double[] {w / n, w == 0 ? 1 : (servedSpinning - before.servedSpinning) / (double) w,
