@@ -350,12 +350,9 @@ public final class PerfRunner {
         ReduceOp op = config.op();
         int ts = type.byteSize();
         int ranks = comm.size();
-        boolean straggler = straggleNanos > 0 && comm.rank() == ranks - 1;
+        long sleepNanos = straggleNanos > 0 && comm.rank() == ranks - 1 ? straggleNanos : 0;
         for (int i = 0; i < warmup; i++) {
-            if (straggler) {
-                LockSupport.parkNanos(straggleNanos);
-            }
-            b.target.run(count);
+            call(b.target, count, sleepNanos);
         }
         // The wait counts come over JMX, a read that runs interpreted (twice a row) and took 3-90 us, longer on one
         // rank than on another: read after the barrier, it made the first timed call wait that long for the peer.
@@ -369,10 +366,7 @@ public final class PerfRunner {
         // all-reduce of 0.5 us would carry as 7% more.
         long start = System.nanoTime();
         for (int i = 0; i < iters; i++) {
-            if (straggler) {
-                LockSupport.parkNanos(straggleNanos);
-            }
-            b.target.run(count);
+            call(b.target, count, sleepNanos);
         }
         double timeUs = (System.nanoTime() - start) / 1e3 / Math.max(1, iters);
         double cpuUs = (THREADS.getCurrentThreadCpuTime() - cpuBefore) / 1e3 / Math.max(1, iters);
@@ -380,10 +374,7 @@ public final class PerfRunner {
         // (a read between the two loops would make the first call here wait for the slowest rank's read).
         long last = System.nanoTime();
         for (int i = 0; i < iters; i++) {
-            if (straggler) {
-                LockSupport.parkNanos(straggleNanos);
-            }
-            b.target.run(count);
+            call(b.target, count, sleepNanos);
             long now = System.nanoTime();
             histogram.recordValue(now - last);
             last = now;
@@ -409,6 +400,14 @@ public final class PerfRunner {
                 all[11], all[12], all[13]);
         return Row.of(c, count, ts, type.canonicalName(), config.redopName(), c.rooted() ? config.root() : -1, ranks,
                 all[0], wrong, all[1], all[2], all[3], all[4]).withWaits(w);
+    }
+
+    /** One call of a row, after sleeping {@code sleepNanos} first (the straggling rank's part; none when 0). */
+    private static void call(Target target, long count, long sleepNanos) {
+        if (sleepNanos > 0) {
+            LockSupport.parkNanos(sleepNanos);
+        }
+        target.run(count);
     }
 
     private MemorySegment statsBuffer(Arena arena, Communicator owner, long bytes) {
