@@ -78,7 +78,9 @@ public final class Doorbell implements WakeSignal {
 
     /**
      * Sleeper, armed: sleeps until a writer rings, at most {@code timeoutNanos} (or returns at once when one
-     * rang since {@link #arm()}). Disarms. Returns false when it slept the whole timeout.
+     * rang since {@link #arm()}). Disarms. Returns false when it slept the whole timeout and no writer rang before
+     * it disarmed: a ring that came as the timeout ran out, while this thread waited for a CPU to run on again,
+     * still counts (on two busy CPUs that took most of the rings in a test whose peer was slow).
      */
     @Override
     public boolean sleep(long timeoutNanos) {
@@ -89,8 +91,9 @@ public final class Doorbell implements WakeSignal {
             allocateScratch();
         }
         int rc = Libc.futexWait(word, 1, timeoutNanos, timespec, callState);
+        boolean rung = rc != Libc.ETIMEDOUT || (int) INT.getVolatile(word, 0L) == 0; // only a ring clears the word
         disarm();
-        return rc != Libc.ETIMEDOUT;
+        return rung;
     }
 
     /** Writer, after its store: wakes the sleeper if it is armed. */
