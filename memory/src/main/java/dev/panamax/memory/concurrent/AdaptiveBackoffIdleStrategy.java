@@ -29,7 +29,8 @@ import java.util.function.LongSupplier;
  * next waits that long), too short to keep anyone off the CPU for long, and short of the mark (no switch count read);
  * such a wait teaches no spin either.
  * Short spins, the common case when the peer is running, make no system call.
- * Where the count is unavailable (not Linux) only the oversubscription decides.
+ * Where the count is unavailable (not Linux) only the oversubscription decides. Oversubscribed, a wait whose
+ * yields keep finding no other thread to run sleeps on its wake signal instead (see {@link #idle(WakeSignal)}).
  *
  * <p>In waits the caller allows it ({@link #allowLongerSpin(boolean)}), the spin lengthens where waits typically
  * outlast it but no one else wants the CPU: a step of a large message that waits while the peer copies or reduces its
@@ -82,6 +83,19 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      * spinning wait reads it as rarely).
      */
     public static final int CLOCK_EVERY = 8;
+    /** A yield that returned within this found no other thread to run on this CPU. */
+    public static final long UNSWITCHED_YIELD_NANOS = 2_000;
+    /**
+     * Where ranks outnumber the CPUs, this many yields in a row that found no other thread to run make the wait sleep
+     * on its wake signal: this rank has a CPU to itself while the others crowd the other CPUs (see
+     * {@link #idle(WakeSignal)}).
+     */
+    public static final int UNSWITCHED_YIELDS_BEFORE_SLEEP = 8;
+    /**
+     * The least time between two such sleeps: where the kernel does not move a rank over, the lone rank pays a
+     * wake-up at most this often rather than on every call.
+     */
+    public static final long UNSWITCHED_SLEEP_GAP_NANOS = 2_000_000;
 
     private final LongSupplier nanoClock;
     private final LongSupplier involuntarySwitches;
@@ -128,6 +142,15 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     private long cpuMoves;
     /** The signal armed by the wait in progress, disarmed when it ends or progresses; null when none. */
     private WakeSignal armed;
+    /**
+     * The latest yields in a row that found no other thread to run, across waits: they tell how this CPU is shared,
+     * which outlasts a wait (a rank alone on its CPU yields about ten times a call, but progress on each peer's arrival
+     * restarts its wait's phases).
+     */
+    private int unswitchedYields;
+    /** When the latest sleep after such a run began (a clock reading); meaningless until {@link #unswitchedSlept}. */
+    private long unswitchedSleepAt;
+    private boolean unswitchedSlept;
 
     /**
      * @param oversubscribed true when the host runs more waiting threads than CPUs: never spin, and yield
@@ -239,9 +262,10 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      * the yields sleeps until that wakes it, instead of waking every {@link #PARK_NANOS} to poll. The caller polls
      * between two calls: the first of a sleep arms the bell, the next sleeps (up to {@link #SLEEP_NANOS}) unless the
      * bell was signalled since. {@link #reset()} and {@link #waitEnded()} disarm it. With a null {@code bell}, as
-     * {@link #idle()}.
+     * {@link #idle()}. Where ranks outnumber the CPUs it also sleeps after a run of yields that found the CPU free
+     * ({@link #UNSWITCHED_YIELDS_BEFORE_SLEEP}; see {@link #yieldOrSleep}).
      *
-     * <p>Why only there, measured on 2 CPUs (docs/results/performance.md): sleeping at once instead of yielding
+     * <p>Why not sooner, measured on 2 CPUs (docs/results/performance.md): sleeping at once instead of yielding
      * when the ranks outnumber the CPUs made 8 B-32 KiB all-reduces 5-14x slower (a futex wake-up costs tens of
      * microseconds there, a yield hands the CPU over at once), and sleeping right after the spin let the wake-ups
      * pull both ranks onto one CPU (p50 0.7 to 2 us, stalls of milliseconds). Sleeping instead of yielding while a
@@ -250,14 +274,55 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     public void idle(WakeSignal bell) {
         Phase p = advance();
         if (bell == null || p != Phase.PARKING) {
-            idleIn(p);
+            if (p == Phase.YIELDING && bell != null && oversubscribed) {
+                yieldOrSleep(bell);
+            } else {
+                idleIn(p);
+            }
         } else if (!bell.isArmed()) {
             armed = bell;
             bell.arm();
         } else {
-            sleeps++;
-            if (bell.sleep(SLEEP_NANOS)) {
-                wokenSleeps++;
+            sleepOn(bell);
+        }
+    }
+
+    private void sleepOn(WakeSignal bell) {
+        sleeps++;
+        if (bell.sleep(SLEEP_NANOS)) {
+            wokenSleeps++;
+        }
+    }
+
+    /**
+     * A yield, where ranks outnumber the CPUs, unless the last {@link #UNSWITCHED_YIELDS_BEFORE_SLEEP} yields found no
+     * other thread to run: then the wait arms {@code bell} and, at its next idle, sleeps on it until a peer's write
+     * rings it. Four ranks on two CPUs sometimes settle three on one CPU and one on the other, where the lone rank's
+     * yields come straight back (it has nobody to hand its CPU to) and the three others take turns, three switches a
+     * call instead of one; since the lone rank never leaves the run queue, the scheduler did not move one of the three
+     * for the rest of a run (docs/results/performance.md: 17-25 us per 8-byte all-reduce instead of 9-12). Asleep, it
+     * leaves its CPU idle, and the kernel moves a waiting rank over, mostly at once. Such sleeps are at least
+     * {@link #UNSWITCHED_SLEEP_GAP_NANOS} apart, so that a rank the kernel leaves alone anyway does not pay a wake-up
+     * (tens of microseconds in a virtual machine) on every call.
+     */
+    private void yieldOrSleep(WakeSignal bell) {
+        if (bell.isArmed()) {
+            sleepOn(bell);
+            return;
+        }
+        long before = nanoClock.getAsLong();
+        yields++;
+        Thread.yield();
+        long after = nanoClock.getAsLong();
+        if (after - before >= UNSWITCHED_YIELD_NANOS) {
+            unswitchedYields = 0;
+        } else if (++unswitchedYields >= UNSWITCHED_YIELDS_BEFORE_SLEEP) {
+            unswitchedYields = 0;
+            if (!unswitchedSlept || after - unswitchedSleepAt >= UNSWITCHED_SLEEP_GAP_NANOS) {
+                unswitchedSlept = true;
+                unswitchedSleepAt = after;
+                armed = bell;
+                bell.arm();
             }
         }
     }

@@ -31,11 +31,15 @@ class AdaptiveBackoffIdleStrategyTest {
     private int switchReads;
     /** Whether the waits of {@link #waitFrom} and {@link #waitEndingInTheYields} allow a longer spin. */
     private boolean longer;
+    /** How far the clock moves on each read: 0 stops it, so that every yield seems to come straight back. */
+    private long nanosPerClockRead;
 
     private AdaptiveBackoffIdleStrategy strategy(boolean oversubscribed) {
         return new AdaptiveBackoffIdleStrategy(oversubscribed, () -> {
             clockReads++;
-            return now;
+            long t = now;
+            now += nanosPerClockRead;
+            return t;
         }, () -> {
             switchReads++;
             return switches;
@@ -460,5 +464,127 @@ class AdaptiveBackoffIdleStrategyTest {
             assertFalse(bell.isArmed());
             assertEquals(0, word.get(ValueLayout.JAVA_INT, 0), "an ended wait disarms: writers stop waking it");
         }
+    }
+
+    /** A wake signal that counts its arms and sleeps; a sleep returns at once, as if rung. */
+    private static final class CountingSignal implements WakeSignal {
+        int arms;
+        int sleeps;
+        boolean armed;
+
+        @Override
+        public void arm() {
+            arms++;
+            armed = true;
+        }
+
+        @Override
+        public boolean isArmed() {
+            return armed;
+        }
+
+        @Override
+        public void disarm() {
+            armed = false;
+        }
+
+        @Override
+        public boolean sleep(long timeoutNanos) {
+            assertTrue(armed, "sleeps only armed");
+            sleeps++;
+            armed = false;
+            return true;
+        }
+    }
+
+    /** Yields of an oversubscribed wait, {@code unswitched} of them finding the CPU free (the clock stands still). */
+    private void yields(AdaptiveBackoffIdleStrategy s, WakeSignal bell, int count, boolean unswitched) {
+        nanosPerClockRead = unswitched ? 0 : AdaptiveBackoffIdleStrategy.UNSWITCHED_YIELD_NANOS;
+        for (int i = 0; i < count; i++) {
+            s.idle(bell);
+        }
+    }
+
+    @Test
+    void oversubscribedYieldsThatFindTheCpuFreeMakeTheWaitSleepOnItsSignal() {
+        AdaptiveBackoffIdleStrategy s = strategy(true);
+        CountingSignal bell = new CountingSignal();
+        int before = AdaptiveBackoffIdleStrategy.UNSWITCHED_YIELDS_BEFORE_SLEEP;
+        s.reset();
+        yields(s, bell, before - 1, true);
+        assertEquals(0, bell.arms, "fewer such yields than the limit: no sleep yet");
+        yields(s, bell, 1, true);
+        assertEquals(1, bell.arms, "the last yield of the run arms the signal");
+        assertEquals(0, bell.sleeps);
+        yields(s, bell, 1, true);
+        assertEquals(1, bell.sleeps, "the next idle, after the caller's poll, sleeps");
+        assertEquals(before, s.counts().yields());
+        assertEquals(1, s.counts().sleeps());
+        assertEquals(1, s.counts().wokenSleeps());
+        assertEquals(Phase.YIELDING, s.phase(), "still in the yield phase: only the run of free yields sleeps");
+        s.waitEnded();
+        assertFalse(bell.armed);
+    }
+
+    @Test
+    void theRunOfFreeYieldsBeforeASleepRunsOnAcrossWaitsAndStartsOverWhenAYieldSwitches() {
+        AdaptiveBackoffIdleStrategy s = strategy(true);
+        CountingSignal bell = new CountingSignal();
+        int before = AdaptiveBackoffIdleStrategy.UNSWITCHED_YIELDS_BEFORE_SLEEP;
+        s.reset();
+        yields(s, bell, before - 1, true);
+        yields(s, bell, 1, false);
+        yields(s, bell, before - 1, true);
+        assertEquals(0, bell.arms, "a yield that let another thread run starts the run over");
+        s.waitEnded();
+        s.reset();
+        yields(s, bell, 1, true);
+        assertEquals(1, bell.arms, "the run goes on from wait to wait: it tells how the CPU is shared");
+        s.waitEnded();
+        assertFalse(bell.armed, "an ended wait disarms");
+        s.reset();
+        yields(s, bell, 200, false);
+        assertEquals(1, bell.arms, "yields that switch never sleep");
+        assertEquals(0, bell.sleeps);
+    }
+
+    @Test
+    void suchSleepsAreAtLeastTheGapApart() {
+        AdaptiveBackoffIdleStrategy s = strategy(true);
+        CountingSignal bell = new CountingSignal();
+        int run = AdaptiveBackoffIdleStrategy.UNSWITCHED_YIELDS_BEFORE_SLEEP;
+        long gap = AdaptiveBackoffIdleStrategy.UNSWITCHED_SLEEP_GAP_NANOS;
+        s.reset();
+        yields(s, bell, run + 1, true);
+        assertEquals(1, bell.sleeps);
+        now += gap - 1;
+        yields(s, bell, 10 * run, true);
+        assertEquals(1, bell.arms, "runs of free yields within the gap only yield");
+        now += 1;
+        yields(s, bell, run + 1, true);
+        assertEquals(2, bell.sleeps, "the gap since the first sleep is over");
+        s.waitEnded();
+        now += gap;
+        s.reset();
+        yields(s, bell, 1, false);
+        yields(s, bell, run + 1, true);
+        assertEquals(3, bell.sleeps, "a yield that switched restarts only the run");
+    }
+
+    @Test
+    void yieldsThatFindTheCpuFreeSleepOnlyWhereRanksOutnumberTheCpus() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        CountingSignal bell = new CountingSignal();
+        s.reset();
+        s.idle(bell); // the wait's start, at START
+        now = START + SPIN;
+        yields(s, bell, 100, true);
+        assertEquals(Phase.YIELDING, s.phase());
+        assertEquals(0, bell.arms, "a rank with a CPU to itself learns a longer spin instead");
+        AdaptiveBackoffIdleStrategy over = strategy(true);
+        over.reset();
+        yields(over, null, 100, true);
+        assertEquals(100, over.counts().yields(), "without a wake signal it keeps yielding");
+        assertEquals(0, over.counts().sleeps());
     }
 }
