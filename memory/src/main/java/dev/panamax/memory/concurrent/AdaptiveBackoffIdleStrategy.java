@@ -263,7 +263,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      * between two calls: the first of a sleep arms the bell, the next sleeps (up to {@link #SLEEP_NANOS}) unless the
      * bell was signalled since. {@link #reset()} and {@link #waitEnded()} disarm it. With a null {@code bell}, as
      * {@link #idle()}. Where ranks outnumber the CPUs it also sleeps after a run of yields that found the CPU free
-     * ({@link #UNSWITCHED_YIELDS_BEFORE_SLEEP}; see {@link #yieldOrSleep}).
+     * ({@link #UNSWITCHED_YIELDS_BEFORE_SLEEP}; see {@link #yieldOrArm}).
      *
      * <p>Why not sooner, measured on 2 CPUs (docs/results/performance.md): sleeping at once instead of yielding
      * when the ranks outnumber the CPUs made 8 B-32 KiB all-reduces 5-14x slower (a futex wake-up costs tens of
@@ -273,43 +273,40 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      */
     public void idle(WakeSignal bell) {
         Phase p = advance();
-        if (bell == null || p != Phase.PARKING) {
-            if (p == Phase.YIELDING && bell != null && oversubscribed) {
-                yieldOrSleep(bell);
-            } else {
-                idleIn(p);
+        if (bell == null) {
+            idleIn(p);
+        } else if (bell.isArmed()) {
+            // armed by the idle before (parking, or a run of yields that found the CPU free); the caller has polled
+            sleeps++;
+            if (bell.sleep(SLEEP_NANOS)) {
+                wokenSleeps++;
             }
-        } else if (!bell.isArmed()) {
-            armed = bell;
-            bell.arm();
+        } else if (p == Phase.PARKING) {
+            arm(bell);
+        } else if (p == Phase.YIELDING && oversubscribed) {
+            yieldOrArm(bell);
         } else {
-            sleepOn(bell);
+            idleIn(p);
         }
     }
 
-    private void sleepOn(WakeSignal bell) {
-        sleeps++;
-        if (bell.sleep(SLEEP_NANOS)) {
-            wokenSleeps++;
-        }
+    private void arm(WakeSignal bell) {
+        armed = bell;
+        bell.arm();
     }
 
     /**
-     * A yield, where ranks outnumber the CPUs, unless the last {@link #UNSWITCHED_YIELDS_BEFORE_SLEEP} yields found no
-     * other thread to run: then the wait arms {@code bell} and, at its next idle, sleeps on it until a peer's write
-     * rings it. Four ranks on two CPUs sometimes settle three on one CPU and one on the other, where the lone rank's
-     * yields come straight back (it has nobody to hand its CPU to) and the three others take turns, three switches a
-     * call instead of one; since the lone rank never leaves the run queue, the scheduler did not move one of the three
-     * for the rest of a run (docs/results/performance.md: 17-25 us per 8-byte all-reduce instead of 9-12). Asleep, it
-     * leaves its CPU idle, and the kernel moves a waiting rank over, mostly at once. Such sleeps are at least
-     * {@link #UNSWITCHED_SLEEP_GAP_NANOS} apart, so that a rank the kernel leaves alone anyway does not pay a wake-up
-     * (tens of microseconds in a virtual machine) on every call.
+     * A yield, where ranks outnumber the CPUs; when it ends a run of {@link #UNSWITCHED_YIELDS_BEFORE_SLEEP} yields
+     * that found no other thread to run, the wait also arms {@code bell}, and its next idle sleeps on it until a peer's
+     * write rings it. Four ranks on two CPUs sometimes settle three on one CPU and one on the other, where the lone
+     * rank's yields come straight back (it has nobody to hand its CPU to) and the three others take turns, three
+     * switches a call instead of one; since the lone rank never leaves the run queue, the scheduler did not move one of
+     * the three for the rest of a run (docs/results/performance.md: 17-25 us per 8-byte all-reduce instead of 9-12).
+     * Asleep, it leaves its CPU idle, and the kernel moves a waiting rank over, mostly at once. Such sleeps are at
+     * least {@link #UNSWITCHED_SLEEP_GAP_NANOS} apart, so that a rank the kernel leaves alone anyway does not pay a
+     * wake-up (tens of microseconds in a virtual machine) on every call.
      */
-    private void yieldOrSleep(WakeSignal bell) {
-        if (bell.isArmed()) {
-            sleepOn(bell);
-            return;
-        }
+    private void yieldOrArm(WakeSignal bell) {
         long before = nanoClock.getAsLong();
         yields++;
         Thread.yield();
@@ -321,8 +318,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
             if (!unswitchedSlept || after - unswitchedSleepAt >= UNSWITCHED_SLEEP_GAP_NANOS) {
                 unswitchedSlept = true;
                 unswitchedSleepAt = after;
-                armed = bell;
-                bell.arm();
+                arm(bell);
             }
         }
     }
