@@ -21,8 +21,11 @@ import java.util.function.LongSupplier;
  * off it, and a 50 us spin becomes the latency of every step. A host with more ranks than CPUs
  * ({@code oversubscribed}) therefore never spins. Otherwise a wait spins up to {@link #SPIN_NANOS}, and a
  * spin that lasts past {@link #CHECKED_SPIN_NANOS} reads this thread's count of involuntary context
- * switches ({@code getrusage}) when it passes that mark and when it ends: if the kernel switched the thread
- * off its CPU in between, someone else wanted that CPU, and for a penalty period ({@link #MIN_PENALTY_NANOS}, doubling
+ * switches ({@code getrusage}) when it passes that mark, and again when it gives way to yielding or, for a wait
+ * served while spinning, at the next wait's first idle: not as the wait ends, which is the path from the peer's write
+ * to this rank's next step (the read is a system call, 1-1.5 us in a virtual machine, as long as a clock read there).
+ * If the kernel switched the thread off its CPU in between (while it spun, or while it ran between the two waits),
+ * someone else wanted that CPU, and for a penalty period ({@link #MIN_PENALTY_NANOS} from when that was found, doubling
  * while the next spin is preempted again, up to {@link #MAX_PENALTY_NANOS}) waits spin only
  * {@link #PENALIZED_SPIN_NANOS} before they yield: long enough for a peer that is running (a yield is a system call of
  * 1-2 us in a virtual machine, and a penalty begun between two phases of a program would otherwise make each of its
@@ -124,7 +127,10 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     /** The latest clock reading of the wait in progress. */
     private long lastNow;
     private Phase phase = Phase.SPINNING;
-    /** The switch count when the spin in progress passed {@link #CHECKED_SPIN_NANOS}; -1 before. */
+    /**
+     * The switch count when the latest spin passed {@link #CHECKED_SPIN_NANOS}; -1 before, and once that spin was
+     * judged (when it gave way to yielding, or at the first idle after it ended).
+     */
     private long switchesAtMark = -1;
     /** The switch count when the wait in progress stopped spinning and began to yield; -1 before or unknown. */
     private long switchesAtYield = -1;
@@ -175,15 +181,16 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
         return () -> Libc.involuntaryContextSwitches(buffer);
     }
 
-    /** Starts a wait, or starts it over after progress: the next idle begins with the spin again. */
+    /**
+     * Starts a wait, or starts it over after progress: the next idle begins with the spin again. A spin that passed
+     * the mark is judged at that idle (see the class comment), so this makes no system call and reads the clock only
+     * where a wait that allows a longer spin ended while yielding.
+     */
     @Override
     public void reset() {
         if (armed != null) {
             armed.disarm();
             armed = null;
-        }
-        if (switchesAtMark >= 0) {
-            spinEnded(nanoClock.getAsLong());
         }
         if (clocked && longerSpinAllowed) {
             learn();
@@ -346,6 +353,9 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
                 idleSince = now;
                 idled = true;
                 clocked = true;
+                if (switchesAtMark >= 0) {
+                    spinEnded(now); // the spin of the wait before, or of this one before its progress
+                }
                 penalized = inPenalty(now);
                 spinNanos = oversubscribed ? 0 : penalized ? PENALIZED_SPIN_NANOS
                         : longerSpinAllowed ? learnedSpinNanos : SPIN_NANOS;
@@ -369,9 +379,9 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     }
 
     /**
-     * A spin is over (it gave way to yielding, the wait ended, or progress restarted it): if it passed the
-     * mark and this thread was switched off its CPU since, stop spinning for the penalty period. Returns the switch
-     * count it read, or -1 when it read none, the count is unavailable, or the spin was preempted.
+     * A spin is over (it gave way to yielding, or the wait ended or progressed and this is the next idle): if it passed
+     * the mark and this thread was switched off its CPU since, stop spinning for the penalty period, from {@code now}.
+     * Returns the switch count it read, or -1 when it read none, the count is unavailable, or the spin was preempted.
      */
     private long spinEnded(long now) {
         if (switchesAtMark < 0) {
@@ -468,7 +478,9 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      * @param sleeps         idles spent asleep on a wake signal ({@link #idle(WakeSignal)}), up to {@link #SLEEP_NANOS}
      *                       each
      * @param wokenSleeps    of those, the sleeps a ring ended (the others ran into their timeout)
-     * @param preemptedSpins spins during which the thread was switched off its CPU (each began a penalty)
+     * @param preemptedSpins spins during which the thread was switched off its CPU, or between their end and the next
+     *                       wait (each began a penalty; a wait served spinning is counted at the next wait's first
+     *                       idle)
      * @param cpuMoves       moves of the thread off a CPU it shared with the thread it waited for
      *                       ({@link #movedOffSharedCpu()})
      */

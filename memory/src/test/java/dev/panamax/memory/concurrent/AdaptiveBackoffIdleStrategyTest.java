@@ -115,12 +115,14 @@ class AdaptiveBackoffIdleStrategyTest {
     void aPreemptedSpinLeavesOnlyTheShortSpinForThePenaltyThenTheFullSpinResumes() {
         AdaptiveBackoffIdleStrategy s = strategy(false);
         assertEquals(true, waitFrom(s, 0, 20_000, true));
-        assertEquals(2, switchReads, "read at the mark and at the end of the spin");
+        assertEquals(1, switchReads, "read at the mark; the wait ended while spinning, so not as it ended");
+        assertEquals(0, s.counts().preemptedSpins(), "not judged yet");
+        long found = 21_000;
+        assertEquals(false, waitFrom(s, found, 20_000, false), "judged at its first idle: the short spin only");
+        assertEquals(2, switchReads);
         assertEquals(1, s.counts().preemptedSpins());
-        long end = 20_000;
-        assertEquals(false, waitFrom(s, end + 1_000, 20_000, false), "in the penalty: the short spin only");
-        assertEquals(false, waitFrom(s, end + PENALTY - 1, 1_000, false));
-        assertEquals(true, waitFrom(s, end + PENALTY, 1_000, false), "the penalty is over");
+        assertEquals(false, waitFrom(s, found + PENALTY - 1, 1_000, false));
+        assertEquals(true, waitFrom(s, found + PENALTY, 1_000, false), "the penalty is over");
         assertEquals(3, s.counts().servedSpinning(), "all but the 20 us wait in the penalty ended while spinning");
         assertEquals(2, switchReads, "the waits in the penalty read no switch count");
     }
@@ -130,11 +132,11 @@ class AdaptiveBackoffIdleStrategyTest {
         longer = true;
         AdaptiveBackoffIdleStrategy s = strategy(false);
         assertEquals(true, waitFrom(s, 0, 20_000, true));
-        int reads = switchReads;
         s.reset();
         s.allowLongerSpin(true);
         assertEquals(Phase.SPINNING, idleAt(s, 30_000), "a peer that is running arrives within the short spin");
-        assertEquals(PENALIZED_SPIN, s.counts().spinNanos());
+        assertEquals(PENALIZED_SPIN, s.counts().spinNanos(), "the spin before was preempted");
+        int reads = switchReads;
         assertEquals(Phase.SPINNING, idleAt(s, 30_000 + PENALIZED_SPIN - 1));
         assertEquals(Phase.YIELDING, idleAt(s, 30_000 + PENALIZED_SPIN));
         idleAt(s, 130_000);
@@ -147,15 +149,17 @@ class AdaptiveBackoffIdleStrategyTest {
     void aMoveOffASharedCpuEndsThePenaltyButNotItsDoubling() {
         AdaptiveBackoffIdleStrategy s = strategy(false);
         assertEquals(true, waitFrom(s, 0, 20_000, true));
-        assertTrue(s.inPenalty(START + 20_000 + 1_000));
         assertEquals(false, waitFrom(s, 21_000, 1_000, false), "in the penalty");
+        assertTrue(s.inPenalty(START + 22_000));
         now = START + 30_000;
         s.movedOffSharedCpu();
         assertEquals(false, s.inPenalty(START + 30_000));
         assertEquals(1, s.counts().cpuMoves());
         assertEquals(true, waitFrom(s, 30_000, 20_000, true), "spins again at once");
-        assertEquals(false, waitFrom(s, 50_000 + 2 * PENALTY - 1, 1, false), "the next penalty is twice as long");
-        assertEquals(true, waitFrom(s, 50_000 + 2 * PENALTY, 1, false));
+        long found = 51_000;
+        assertEquals(false, waitFrom(s, found, 1, false));
+        assertEquals(false, waitFrom(s, found + 2 * PENALTY - 1, 1, false), "the next penalty is twice as long");
+        assertEquals(true, waitFrom(s, found + 2 * PENALTY, 1, false));
         assertEquals(false, strategy(true).inPenalty(START), "oversubscribed: never spins, but no penalty either");
     }
 
@@ -166,17 +170,20 @@ class AdaptiveBackoffIdleStrategyTest {
         long expected = PENALTY;
         for (int i = 0; i < 12; i++) {
             assertEquals(true, waitFrom(s, at, 20_000, true));
-            long end = at + 20_000;
-            assertEquals(false, waitFrom(s, end + expected - 1, 1, false), "penalty " + i);
-            at = end + expected;
+            long found = at + 21_000;
+            assertEquals(false, waitFrom(s, found, 1, false), "penalty " + i);
+            assertEquals(false, waitFrom(s, found + expected - 1, 1, false), "penalty " + i);
+            at = found + expected;
             expected = Math.min(AdaptiveBackoffIdleStrategy.MAX_PENALTY_NANOS, 2 * expected);
         }
         assertEquals(AdaptiveBackoffIdleStrategy.MAX_PENALTY_NANOS, expected);
         assertEquals(true, waitFrom(s, at, 20_000, false), "a clean spin");
-        at += 20_000;
-        assertEquals(true, waitFrom(s, at, 20_000, true));
-        assertEquals(false, waitFrom(s, at + 20_000 + PENALTY - 1, 1, false));
-        assertEquals(true, waitFrom(s, at + 20_000 + PENALTY, 1, false), "back to the shortest penalty");
+        at += 21_000;
+        assertEquals(true, waitFrom(s, at, 20_000, true), "found clean at this wait's first idle");
+        long found = at + 21_000;
+        assertEquals(false, waitFrom(s, found, 1, false));
+        assertEquals(false, waitFrom(s, found + PENALTY - 1, 1, false));
+        assertEquals(true, waitFrom(s, found + PENALTY, 1, false), "back to the shortest penalty");
     }
 
     @Test
@@ -193,6 +200,27 @@ class AdaptiveBackoffIdleStrategyTest {
         s.waitEnded();
         assertEquals(0, s.counts().preemptedSpins());
         assertEquals(true, waitFrom(s, 1_000_000, 1_000, false));
+    }
+
+    @Test
+    void theEndOfAWaitReadsNeitherTheSwitchCountNorTheClockAndASwitchBeforeTheNextWaitCounts() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        s.reset();
+        idleAt(s, 0);
+        idleAt(s, AdaptiveBackoffIdleStrategy.CHECKED_SPIN_NANOS);
+        idleAt(s, 20_000);
+        int switchesRead = switchReads;
+        int clockRead = clockReads;
+        s.waitEnded(); // served while spinning: the path from the peer's write to this rank's next step
+        assertEquals(switchesRead, switchReads, "no system call as the wait ends");
+        assertEquals(clockRead, clockReads, "no clock read either");
+        switches++; // preempted while it ran between the two waits: someone else wanted the CPU too
+        s.reset();
+        assertEquals(Phase.SPINNING, idleAt(s, 30_000));
+        assertEquals(switchesRead + 1, switchReads, "read at the next wait's first idle");
+        assertEquals(1, s.counts().preemptedSpins());
+        assertEquals(PENALIZED_SPIN, s.counts().spinNanos());
+        assertEquals(Phase.YIELDING, idleAt(s, 30_000 + PENALIZED_SPIN));
     }
 
     @Test
@@ -238,7 +266,8 @@ class AdaptiveBackoffIdleStrategyTest {
         assertEquals(PENALIZED_SPIN, s.counts().spinNanos(), "the preempted spin began a penalty");
         assertEquals(Phase.YIELDING, idleAt(s, 30_000 + PENALIZED_SPIN));
         s.reset();
-        assertEquals(Phase.SPINNING, idleAt(s, 20_000 + PENALTY), "and it ended");
+        idleAt(s, 30_000 + PENALTY);
+        assertEquals(SPIN, s.counts().spinNanos(), "and it ended");
     }
 
     @Test
@@ -349,10 +378,14 @@ class AdaptiveBackoffIdleStrategyTest {
         waitEndingInTheYields(s, 0, 200_000, false);
         assertTrue(s.learnedSpinNanos() > SPIN);
         waitFrom(s, 1_000_000, 20_000, true);
-        assertEquals(1, s.counts().preemptedSpins());
         s.reset();
         s.allowLongerSpin(true);
-        idleAt(s, 1_020_000 + PENALTY);
+        idleAt(s, 1_021_000);
+        assertEquals(1, s.counts().preemptedSpins());
+        s.waitEnded();
+        s.reset();
+        s.allowLongerSpin(true);
+        idleAt(s, 1_021_000 + PENALTY);
         assertEquals(SPIN, s.counts().spinNanos(), "back to the shortest spin after the penalty");
         s.waitEnded();
         long at = 2 * PENALTY;
