@@ -142,7 +142,9 @@ final class Calibration {
 
     /**
      * Seconds per one-way trip, the median over {@code reps} round trips in which rank 0 sends
-     * {@code bytes} to {@code peer} and gets them back (at rank 0; 0 elsewhere).
+     * {@code bytes} to {@code peer} and gets them back (at rank 0; 0 elsewhere). One clock reading per round trip, each
+     * lap the time between two of them, as perftest's {@code ib_send_lat} times its iterations: where a clock read
+     * is costly (a virtual machine's HPET clock source: about 1 us), a second reading would add its cost to every lap.
      */
     private double pingPong(MemorySegment a, MemorySegment b, long bytes, int peer, int reps) {
         int rank = comm.rank();
@@ -150,8 +152,8 @@ final class Calibration {
             return 0;
         }
         long[] laps = new long[reps];
+        long t0 = System.nanoTime();
         for (int i = 0; i < reps; i++) {
-            long t0 = System.nanoTime();
             if (rank == 0) {
                 comm.send(a, bytes, DataType.UINT8, peer);
                 comm.recv(b, bytes, DataType.UINT8, peer);
@@ -159,7 +161,9 @@ final class Calibration {
                 comm.recv(b, bytes, DataType.UINT8, 0);
                 comm.send(b, bytes, DataType.UINT8, 0);
             }
-            laps[i] = System.nanoTime() - t0;
+            long t1 = System.nanoTime();
+            laps[i] = t1 - t0;
+            t0 = t1;
         }
         return median(laps) / 1e9 / 2;
     }
