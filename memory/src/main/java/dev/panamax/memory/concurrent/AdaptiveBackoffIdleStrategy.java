@@ -154,9 +154,11 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      * restarts its wait's phases).
      */
     private int unswitchedYields;
-    /** When the latest sleep after such a run began (a clock reading); meaningless until {@link #unswitchedSlept}. */
+    /**
+     * When the latest sleep after such a run began (a clock reading); before the first, one gap before construction,
+     * so that the first run may sleep at once.
+     */
     private long unswitchedSleepAt;
-    private boolean unswitchedSlept;
 
     /**
      * @param oversubscribed true when the host runs more waiting threads than CPUs: never spin, and yield
@@ -173,7 +175,9 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
         this.oversubscribed = oversubscribed;
         this.yieldNanos = oversubscribed ? OVERSUBSCRIBED_YIELD_NANOS : YIELD_NANOS;
         this.spinNanos = oversubscribed ? 0 : SPIN_NANOS;
-        this.noSpinUntil = nanoClock.getAsLong();
+        long now = nanoClock.getAsLong();
+        this.noSpinUntil = now;
+        this.unswitchedSleepAt = now - UNSWITCHED_SLEEP_GAP_NANOS;
     }
 
     private static LongSupplier threadSwitchCounter() {
@@ -322,8 +326,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
             unswitchedYields = 0;
         } else if (++unswitchedYields >= UNSWITCHED_YIELDS_BEFORE_SLEEP) {
             unswitchedYields = 0;
-            if (!unswitchedSlept || after - unswitchedSleepAt >= UNSWITCHED_SLEEP_GAP_NANOS) {
-                unswitchedSlept = true;
+            if (after - unswitchedSleepAt >= UNSWITCHED_SLEEP_GAP_NANOS) {
                 unswitchedSleepAt = after;
                 arm(bell);
             }
