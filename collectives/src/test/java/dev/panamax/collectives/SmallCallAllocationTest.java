@@ -110,4 +110,51 @@ class SmallCallAllocationTest {
                     "rank " + r + " allocated " + bytesPerCall[r] + " bytes per " + kind + " of " + count + " floats");
         }
     }
+    /**
+     * A ping-pong of small messages, each the first {@code count} floats of a larger buffer (so each call slices it):
+     * the executor keeps the slice, the call's name and the request for the next message, and the call path makes no
+     * closure.
+     */
+    @ParameterizedTest(name = "{0} floats")
+    @CsvSource({"1", "2", "256"})
+    void aPingPongOfSmallMessagesOnSharedMemoryAllocatesAlmostNothing(int count) throws Exception {
+        ThreadMXBean threads = (ThreadMXBean) ManagementFactory.getThreadMXBean();
+        List<Communicator> comms = Ranks.Transport.SHM.open(2);
+        long[] bytesPerCall = new long[2];
+        try {
+            RankThreads.run(comms, c -> {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment out = arena.allocate(4L * count + 64, 8);
+                    MemorySegment in = arena.allocate(4L * count + 64, 8);
+                    long before = 0;
+                    for (int call = 0; call < WARM_UP_CALLS + CALLS; call++) {
+                        if (call == WARM_UP_CALLS) {
+                            before = threads.getCurrentThreadAllocatedBytes();
+                        }
+                        if (c.rank() == 0) {
+                            out.setAtIndex(ValueLayout.JAVA_FLOAT, 0, call);
+                            out.setAtIndex(ValueLayout.JAVA_FLOAT, count - 1, -call);
+                            c.send(out, count, DataType.FLOAT32, 1);
+                            c.recv(in, count, DataType.FLOAT32, 1);
+                            float first = in.getAtIndex(ValueLayout.JAVA_FLOAT, 0);
+                            float last = in.getAtIndex(ValueLayout.JAVA_FLOAT, count - 1);
+                            if (first != (count == 1 ? -call : call) || last != -call) {
+                                throw new AssertionError("call " + call + ": " + first + ", " + last + " came back");
+                            }
+                        } else {
+                            c.recv(in, count, DataType.FLOAT32, 0);
+                            c.send(in, count, DataType.FLOAT32, 0);
+                        }
+                    }
+                    bytesPerCall[c.rank()] = (threads.getCurrentThreadAllocatedBytes() - before) / CALLS;
+                }
+            });
+        } finally {
+            RankThreads.closeAll(comms);
+        }
+        for (int r = 0; r < 2; r++) {
+            assertTrue(bytesPerCall[r] < MAX_BYTES_PER_CALL,
+                    "rank " + r + " allocated " + bytesPerCall[r] + " bytes per round trip of " + count + " floats");
+        }
+    }
 }

@@ -361,15 +361,13 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public void send(MemorySegment buffer, long count, DataType type, int peer) {
         checks.pointToPoint(buffer, count, type, peer, false);
-        MemorySegment data = count == 0 ? MemorySegment.NULL : buffer.asSlice(0, count * type.byteSize());
-        runInIssueOrder(() -> executor.pointToPoint(true, rank, size, peer, data, count, type));
+        runPointToPointInIssueOrder(true, buffer, count, type, peer);
     }
 
     @Override
     public void recv(MemorySegment buffer, long count, DataType type, int peer) {
         checks.pointToPoint(buffer, count, type, peer, true);
-        MemorySegment data = count == 0 ? MemorySegment.NULL : buffer.asSlice(0, count * type.byteSize());
-        runInIssueOrder(() -> executor.pointToPoint(false, rank, size, peer, data, count, type));
+        runPointToPointInIssueOrder(false, buffer, count, type, peer);
     }
 
     // ---- asynchronous collectives: same checks, then the caller's buffers are handed to the worker
@@ -958,6 +956,29 @@ public final class CommunicatorImpl implements Communicator {
                 } else {
                     runPreMulSum(p, send, recv, type, scalar);
                 }
+            } catch (RuntimeException | Error e) {
+                breakLinksAfter(e);
+                throw e;
+            }
+        } finally {
+            unlockAndFinishPending();
+        }
+    }
+
+    /**
+     * A send or receive of {@code count} elements at the start of {@code buffer}, with the steps of {@link #runLocked}
+     * and {@link #runOrBreakLinks} written out as {@link #runInIssueOrder(Schedule, PreMulPlan, MemorySegment,
+     * MemorySegment, long, DataType, ReduceOp, boolean, double)} does: a ping-pong or a pipeline of small messages
+     * would otherwise make a closure per message.
+     */
+    private void runPointToPointInIssueOrder(boolean isSend, MemorySegment buffer, long count, DataType type,
+            int peer) {
+        awaitEarlierAsync();
+        family.lock();
+        try {
+            ensureOpen();
+            try {
+                executor.pointToPoint(isSend, rank, size, peer, buffer, count, type);
             } catch (RuntimeException | Error e) {
                 breakLinksAfter(e);
                 throw e;

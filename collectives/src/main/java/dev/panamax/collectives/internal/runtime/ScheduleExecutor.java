@@ -58,6 +58,11 @@ public final class ScheduleExecutor {
     private int receiveIndex;
     /** This rank's scalar, which multiplies every read of its send buffer. */
     private double ownScale;
+    private final LeadingView sendView = new LeadingView();
+    private final LeadingView recvView = new LeadingView();
+    /** The names of point-to-point calls by peer, for error messages (see {@link #pointToPointName}). */
+    private final String[] sendNames;
+    private final String[] recvNames;
 
     /**
      * @param id        the communicator's id, carried by the events
@@ -69,6 +74,8 @@ public final class ScheduleExecutor {
         this.scratch = scratch;
         this.id = id;
         this.registrar = registrar;
+        this.sendNames = new String[links.length];
+        this.recvNames = new String[links.length];
     }
 
     /** The transports' hook on each call's buffers (a split communicator passes it on), or null. */
@@ -115,25 +122,59 @@ public final class ScheduleExecutor {
         }
     }
 
-    /** A point-to-point send (or receive) of {@code data} ({@code count} elements of {@code type}) to (from) {@code
-     * peer}. */
-    void pointToPoint(boolean isSend, int rank, int size, int peer, MemorySegment data, long count, DataType type) {
+    /**
+     * A point-to-point send (or receive) of the first {@code count} elements of {@code buffer} to (from) {@code peer}.
+     * The completed request goes back to its link, and the view of the buffer and the name of the call are kept for
+     * the next such call, so that a loop of them allocates nothing per message.
+     */
+    void pointToPoint(boolean isSend, int rank, int size, int peer, MemorySegment buffer, long count,
+            DataType type) {
         CollectiveEvent event = Events.beginCollective();
         Throwable failure = null;
         try {
-            if (isSend) {
-                loop.begin("send to rank " + peer, 1);
-                loop.await(links[peer].send(data));
-            } else {
-                loop.begin("recv from rank " + peer, 1);
-                loop.await(links[peer].recv(data, null, type, null));
-            }
+            Link link = links[peer];
+            MemorySegment data = count == 0 ? MemorySegment.NULL
+                    : (isSend ? sendView : recvView).of(buffer, count * type.byteSize());
+            loop.begin(pointToPointName(isSend, peer), 1);
+            Request r = isSend ? link.send(data) : link.recv(data, null, type, null);
+            loop.await(r);
+            link.recycle(r);
         } catch (RuntimeException | Error t) {
             failure = t;
             throw t;
         } finally {
             loop.end();
             Events.commit(event, id, rank, size, isSend ? "send" : "recv", "p2p", count, type, peer, failure);
+        }
+    }
+
+    /** "send to rank 3", "recv from rank 3": built once per peer and direction. */
+    private String pointToPointName(boolean isSend, int peer) {
+        String[] names = isSend ? sendNames : recvNames;
+        String name = names[peer];
+        if (name == null) {
+            name = (isSend ? "send to rank " : "recv from rank ") + peer;
+            names[peer] = name;
+        }
+        return name;
+    }
+
+    /**
+     * The view of the first bytes of a caller's buffer that the last send (or receive) moved, kept for the next (a
+     * loop sends from the same segment object): it keeps that buffer reachable until another one replaces it.
+     */
+    private static final class LeadingView {
+        private MemorySegment buffer;
+        private long byteSize;
+        private MemorySegment view;
+
+        MemorySegment of(MemorySegment b, long bytes) {
+            if (b != buffer || bytes != byteSize) {
+                view = b.byteSize() == bytes ? b : b.asSlice(0, bytes);
+                buffer = b;
+                byteSize = bytes;
+            }
+            return view;
         }
     }
 
