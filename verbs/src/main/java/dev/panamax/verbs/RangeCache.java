@@ -32,6 +32,11 @@ final class RangeCache<V> {
     private final int maxEntries;
     // Access order: iteration runs from least to most recently used.
     private final LinkedHashMap<Long, Entry<V>> entries = new LinkedHashMap<>(16, 0.75f, true);
+    /**
+     * The most recently used entry (last in {@link #entries}' order), or null: a loop over one buffer finds it here
+     * without walking the map, whose reversed view and iterator are objects made per lookup.
+     */
+    private Entry<V> latest;
     private long nextId;
     private long hits;
     private long misses;
@@ -66,9 +71,15 @@ final class RangeCache<V> {
         }
         long address = segment.address();
         long byteSize = segment.byteSize();
+        Entry<V> m = latest;
+        if (m != null && m.covers(address, byteSize) && m.segment.scope().isAlive() && usable.test(m.value)) {
+            hits++; // already the most recently used
+            return m.value;
+        }
         for (Entry<V> e : entries.sequencedValues().reversed()) { // most recently used first
             if (e.covers(address, byteSize) && e.segment.scope().isAlive() && usable.test(e.value)) {
                 entries.get(e.id); // mark as most recently used
+                latest = e;
                 hits++;
                 return e.value;
             }
@@ -78,7 +89,9 @@ final class RangeCache<V> {
         dropUnusable(closer);
         V value = create.apply(segment);
         long id = nextId++;
-        entries.put(id, new Entry<>(id, segment, value));
+        Entry<V> added = new Entry<>(id, segment, value);
+        entries.put(id, added);
+        latest = added;
         while (entries.size() > maxEntries) {
             Entry<V> eldest = entries.pollFirstEntry().getValue();
             evictions++;
@@ -96,6 +109,7 @@ final class RangeCache<V> {
     }
 
     private void dropUnusable(Closer closer) {
+        latest = null;
         for (Iterator<Entry<V>> it = entries.values().iterator(); it.hasNext(); ) {
             Entry<V> e = it.next();
             if (!e.segment.scope().isAlive() || !usable.test(e.value)) {
@@ -113,6 +127,7 @@ final class RangeCache<V> {
             closer.run(() -> release.accept(e.getValue().value));
         }
         entries.clear();
+        latest = null;
         closer.rethrow();
     }
 

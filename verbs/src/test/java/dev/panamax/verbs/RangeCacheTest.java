@@ -154,4 +154,26 @@ class RangeCacheTest {
         assertFalse(created.size() > 0);
         assertThrows(IllegalArgumentException.class, () -> cache(0));
     }
+    /** The most recently used entry answers without a walk of the map, and is not answered once it is unusable. */
+    @Test
+    void repeatedHitsOnTheLatestEntryKeepTheOrderAndNeverReturnAnUnusableValue() {
+        RangeCache<Value> c = cache(2);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment a = arena.allocate(64), b = arena.allocate(64), d = arena.allocate(64);
+            Value va = c.get(a);
+            Value vb = c.get(b);
+            assertSame(va, c.get(a));
+            assertSame(va, c.get(a.asSlice(8, 8))); // the latest, twice
+            c.get(d); // b is the least recently used
+            assertEquals(1, vb.releases);
+            assertEquals(0, va.releases);
+            Value vd = created.get(2);
+            vd.usable = false;
+            Value again = c.get(d);
+            assertNotSame(vd, again);
+            assertEquals(1, vd.releases);
+            assertEquals(2, c.hits());
+            assertEquals(4, c.misses());
+        }
+    }
 }
