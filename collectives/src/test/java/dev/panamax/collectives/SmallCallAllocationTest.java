@@ -118,8 +118,14 @@ class SmallCallAllocationTest {
     @ParameterizedTest(name = "{0} floats")
     @CsvSource({"1", "2", "256"})
     void aPingPongOfSmallMessagesOnSharedMemoryAllocatesAlmostNothing(int count) throws Exception {
+        pingPongAllocatesAlmostNothing(Ranks.Transport.SHM, count, WARM_UP_CALLS, CALLS);
+    }
+
+    /** The ping-pong above over {@code transport}: {@code warmUpCalls} round trips, then {@code calls} counted. */
+    static void pingPongAllocatesAlmostNothing(Ranks.Transport transport, int count, int warmUpCalls, int calls)
+            throws Exception {
         ThreadMXBean threads = (ThreadMXBean) ManagementFactory.getThreadMXBean();
-        List<Communicator> comms = Ranks.Transport.SHM.open(2);
+        List<Communicator> comms = transport.open(2);
         long[] bytesPerCall = new long[2];
         try {
             RankThreads.run(comms, c -> {
@@ -127,8 +133,8 @@ class SmallCallAllocationTest {
                     MemorySegment out = arena.allocate(4L * count + 64, 8);
                     MemorySegment in = arena.allocate(4L * count + 64, 8);
                     long before = 0;
-                    for (int call = 0; call < WARM_UP_CALLS + CALLS; call++) {
-                        if (call == WARM_UP_CALLS) {
+                    for (int call = 0; call < warmUpCalls + calls; call++) {
+                        if (call == warmUpCalls) {
                             before = threads.getCurrentThreadAllocatedBytes();
                         }
                         if (c.rank() == 0) {
@@ -146,15 +152,15 @@ class SmallCallAllocationTest {
                             c.send(in, count, DataType.FLOAT32, 0);
                         }
                     }
-                    bytesPerCall[c.rank()] = (threads.getCurrentThreadAllocatedBytes() - before) / CALLS;
+                    bytesPerCall[c.rank()] = (threads.getCurrentThreadAllocatedBytes() - before) / calls;
                 }
             });
         } finally {
             RankThreads.closeAll(comms);
         }
         for (int r = 0; r < 2; r++) {
-            assertTrue(bytesPerCall[r] < MAX_BYTES_PER_CALL,
-                    "rank " + r + " allocated " + bytesPerCall[r] + " bytes per round trip of " + count + " floats");
+            assertTrue(bytesPerCall[r] < MAX_BYTES_PER_CALL, "rank " + r + " allocated " + bytesPerCall[r]
+                    + " bytes per round trip of " + count + " floats over " + transport);
         }
     }
 }

@@ -300,6 +300,13 @@ class VerbsTransportTest {
         new PointToPointTest().splitFormsSubCommunicatorsOverTheParentsLinks(Ranks.Transport.VERBS);
     }
 
+    /** Eager messages (inline and not), sent and received through recycled requests. */
+    @Test
+    void aPingPongOfSmallMessagesAllocatesAlmostNothing() throws Exception {
+        SmallCallAllocationTest.pingPongAllocatesAlmostNothing(Ranks.Transport.VERBS, 2, 20_000, 5_000);
+        SmallCallAllocationTest.pingPongAllocatesAlmostNothing(Ranks.Transport.VERBS, 256, 20_000, 5_000);
+    }
+
     @Test
     void failuresBecomeErrors() {
         FailureTest f = new FailureTest();

@@ -76,8 +76,8 @@ import java.util.concurrent.ThreadLocalRandom;
  * <p>The authenticated TCP connection that set the queue pair up stays open beside it, idle: its
  * end of stream tells that the peer died or closed (RDMA alone only tells once a write times
  * out), and on an abort it carries the blame (which rank failed first) like the TCP transport.
- * Every work request and scatter/gather entry is preallocated and patched in place; a message
- * allocates only its {@link Request}.
+ * Every work request and scatter/gather entry is preallocated and patched in place, and completed requests handed
+ * back ({@link #recycle}) are posted again: a loop of small messages allocates nothing.
  */
 public final class VerbsLink extends Link {
     /** Unanswered advertisements per direction. */
@@ -103,6 +103,8 @@ public final class VerbsLink extends Link {
     static final long MAX_PIECE_BYTES = 1L << 30;
     private static final long RECV_TAG = 1L << 62;
     private static final int POLL_BATCH = 16;
+    /** The most completed requests of each kind kept for reuse. */
+    private static final int SPARE_REQUESTS = 16;
 
     private final int self;
     private final VerbsDomain domain;
@@ -158,6 +160,9 @@ public final class VerbsLink extends Link {
 
     // Send side.
     private final ArrayDeque<SendReq> posting = new ArrayDeque<>();
+    /** Completed requests handed back ({@link #recycle}), posted again by later sends and receives. */
+    private final ArrayDeque<SendReq> spareSends = new ArrayDeque<>();
+    private final ArrayDeque<RecvReq> spareRecvs = new ArrayDeque<>();
     private final long[] inAddress = new long[ADVERTS];
     private final int[] inRkey = new int[ADVERTS];
     private final long[] inBytes = new long[ADVERTS];
@@ -299,7 +304,12 @@ public final class VerbsLink extends Link {
 
     @Override
     public Request send(MemorySegment src) {
-        SendReq r = new SendReq(this, src);
+        SendReq r = spareSends.poll();
+        if (r == null) {
+            r = new SendReq(this, src);
+        } else {
+            r.reuse(src);
+        }
         if (src.byteSize() == 0) {
             r.markDone(); // nothing crosses the wire; both sides agree on the empty message
         } else {
@@ -311,7 +321,12 @@ public final class VerbsLink extends Link {
     @Override
     public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
             DataType type, ReduceOp op) {
-        RecvReq r = new RecvReq(this, dst, with, withScale, incomingScale, type, op);
+        RecvReq r = spareRecvs.poll();
+        if (r == null) {
+            r = new RecvReq(this, dst, with, withScale, incomingScale, type, op);
+        } else {
+            r.reuse(dst, with, withScale, incomingScale, type, op);
+        }
         if (dst.byteSize() == 0) {
             r.markDone();
         } else {
@@ -321,6 +336,31 @@ public final class VerbsLink extends Link {
             awaiting.add(r);
         }
         return r;
+    }
+
+    /**
+     * Keeps a completed request for a later send or receive: once done, a request is in none of this link's queues
+     * (a send leaves them at its last work completion, a receive as its last bytes arrive).
+     */
+    @Override
+    public void recycle(Request r) {
+        if (r.link() != this || !r.isDone()) {
+            return;
+        }
+        if (r instanceof SendReq s) {
+            if (spareSends.size() < SPARE_REQUESTS) {
+                s.src = null; // holds no buffer while it waits
+                s.region = null;
+                s.completed = 0;
+                spareSends.add(s);
+            }
+        } else if (r instanceof RecvReq rr && spareRecvs.size() < SPARE_REQUESTS) {
+            rr.dst = null;
+            rr.with = null;
+            rr.region = null;
+            rr.advertised = 0;
+            spareRecvs.add(rr);
+        }
     }
 
     @Override
@@ -389,11 +429,11 @@ public final class VerbsLink extends Link {
         outHead = (outHead + 1) % ADVERTS;
         outCount--;
         if (chunk >= 0) {
-            MemorySegment from = staging.segment().asSlice((long) chunk * CHUNK_BYTES, bytes);
+            long from = (long) chunk * CHUNK_BYTES; // offsets into the region, not slices: a message makes no object
             if (r.op == null) {
-                MemorySegment.copy(from, 0, r.dst, offset, bytes);
+                MemorySegment.copy(staging.segment(), from, r.dst, offset, bytes);
             } else {
-                r.fold(offset, from, 0, bytes / r.type.byteSize());
+                r.fold(offset, staging.segment(), from, bytes / r.type.byteSize());
             }
             recvChunkBusy[chunk] = false;
         }
@@ -414,13 +454,14 @@ public final class VerbsLink extends Link {
             throw new CollectiveException("rank " + self + ": protocol error: rank " + peer + " advertised more than "
                     + ADVERTS + " receives");
         }
-        MemorySegment m = ctrl.segment().asSlice((long) slot * CTRL_BYTES, CTRL_BYTES);
+        MemorySegment m = ctrl.segment();
+        long at = (long) slot * CTRL_BYTES;
         int tail = (inHead + inCount) % ADVERTS;
-        inAddress[tail] = m.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
-        inBytes[tail] = m.get(ValueLayout.JAVA_LONG_UNALIGNED, 8);
-        inTotal[tail] = m.get(ValueLayout.JAVA_LONG_UNALIGNED, 16);
-        inRkey[tail] = m.get(ValueLayout.JAVA_INT_UNALIGNED, 24);
-        inSeq[tail] = m.get(ValueLayout.JAVA_INT_UNALIGNED, 28);
+        inAddress[tail] = m.get(ValueLayout.JAVA_LONG_UNALIGNED, at);
+        inBytes[tail] = m.get(ValueLayout.JAVA_LONG_UNALIGNED, at + 8);
+        inTotal[tail] = m.get(ValueLayout.JAVA_LONG_UNALIGNED, at + 16);
+        inRkey[tail] = m.get(ValueLayout.JAVA_INT_UNALIGNED, at + 24);
+        inSeq[tail] = m.get(ValueLayout.JAVA_INT_UNALIGNED, at + 28);
         inCount++;
     }
 
@@ -481,12 +522,12 @@ public final class VerbsLink extends Link {
             outCount++;
             int seq = advertSeq++;
             long at = (long) (RECV_WQES + seq % ADVERTS) * CTRL_BYTES;
-            MemorySegment m = ctrl.segment().asSlice(at, CTRL_BYTES);
-            m.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, address);
-            m.set(ValueLayout.JAVA_LONG_UNALIGNED, 8, bytes);
-            m.set(ValueLayout.JAVA_LONG_UNALIGNED, 16, total);
-            m.set(ValueLayout.JAVA_INT_UNALIGNED, 24, rkey);
-            m.set(ValueLayout.JAVA_INT_UNALIGNED, 28, seq & SEQ_MASK);
+            MemorySegment m = ctrl.segment();
+            m.set(ValueLayout.JAVA_LONG_UNALIGNED, at, address);
+            m.set(ValueLayout.JAVA_LONG_UNALIGNED, at + 8, bytes);
+            m.set(ValueLayout.JAVA_LONG_UNALIGNED, at + 16, total);
+            m.set(ValueLayout.JAVA_INT_UNALIGNED, at + 24, rkey);
+            m.set(ValueLayout.JAVA_INT_UNALIGNED, at + 28, seq & SEQ_MASK);
             post(wr.wrId(0).opcode(Opcode.SEND).local(ctrl, at, CTRL_BYTES).signaled(true)
                     .inline(CTRL_BYTES <= inlineBytes), null, 0, -1);
             r.advertised += bytes;
@@ -633,11 +674,11 @@ public final class VerbsLink extends Link {
             throw new CollectiveException("rank " + peer + " sent " + bytes + " bytes but rank " + self
                     + " expects " + r.dst.byteSize() + " (mismatched counts or types across ranks)");
         }
-        MemorySegment from = eager.segment().asSlice((long) slot * slotBytes, bytes);
+        long from = (long) slot * slotBytes;
         if (r.op == null) {
-            MemorySegment.copy(from, 0, r.dst, 0, bytes);
+            MemorySegment.copy(eager.segment(), from, r.dst, 0, bytes);
         } else {
-            r.fold(0, from, 0, bytes / r.type.byteSize());
+            r.fold(0, eager.segment(), from, bytes / r.type.byteSize());
         }
         eagerTaken++;
         r.offset = bytes;
