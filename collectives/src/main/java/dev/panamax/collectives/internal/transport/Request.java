@@ -41,6 +41,13 @@ public abstract class Request {
         done = false;
     }
 
+    /**
+     * Drops what this completed request refers to (buffers, registered regions, progress), which a link keeps for
+     * reuse ({@link SpareRequests}): a kept request holds no caller's buffer. Overrides call this one.
+     */
+    protected void release() {
+    }
+
     /** For requests that complete by the peer's action (a consumed send): true once they have. */
     protected boolean checkComplete() {
         return false;
@@ -71,6 +78,11 @@ public abstract class Request {
             this.src = src;
             this.offset = 0;
             reopen();
+        }
+
+        @Override
+        protected void release() {
+            src = null;
         }
 
         @Override
@@ -106,6 +118,12 @@ public abstract class Request {
             set(dst, with, withScale, incomingScale, type, op);
             offset = 0;
             reopen();
+        }
+
+        @Override
+        protected void release() {
+            dst = null;
+            with = null;
         }
 
         private void set(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,

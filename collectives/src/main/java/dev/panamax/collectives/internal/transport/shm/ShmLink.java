@@ -4,6 +4,7 @@ import dev.panamax.collectives.CollectiveException;
 import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
+import dev.panamax.collectives.internal.transport.SpareRequests;
 import dev.panamax.collectives.internal.transport.SharedWindow;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
@@ -45,8 +46,6 @@ import java.util.Map;
  */
 public final class ShmLink extends Link {
     static final int SLOTS = 8;
-    /** How many handed-back requests of each kind a link keeps for reuse. */
-    private static final int SPARE_REQUESTS = 16;
     static final long SLOT_BYTES = 256 * 1024;
     /** Messages at least this long go by reference when they lie in shared memory. */
     static final long BY_REFERENCE_MIN_BYTES = 64 * 1024;
@@ -107,8 +106,8 @@ public final class ShmLink extends Link {
     private final ArrayDeque<Request.Receive> recvs = new ArrayDeque<>();
     private final PeerRegions peerRegions = new PeerRegions();
     /** Completed requests handed back ({@link #recycle}), posted again before any new one is made. */
-    private final ArrayDeque<SendReq> spareSends = new ArrayDeque<>();
-    private final ArrayDeque<Request.Receive> spareRecvs = new ArrayDeque<>();
+    private final SpareRequests<SendReq, Request.Receive> spares =
+            new SpareRequests<>(this, SendReq.class, Request.Receive.class);
     private long head;       // sequence number of the next slot we publish on out
     private long peerTail;   // last seen consumer position of out
     private long tail;       // next slot we consume on in
@@ -201,7 +200,7 @@ public final class ShmLink extends Link {
 
     @Override
     public Request send(MemorySegment src) {
-        SendReq r = spareSends.poll();
+        SendReq r = spares.pollSend();
         if (r == null) {
             r = new SendReq(this, src);
         } else {
@@ -217,7 +216,7 @@ public final class ShmLink extends Link {
     @Override
     public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
             DataType type, ReduceOp op) {
-        Request.Receive r = spareRecvs.poll();
+        Request.Receive r = spares.pollReceive();
         if (r == null) {
             r = new Request.Receive(this, dst, with, withScale, incomingScale, type, op);
         } else {
@@ -229,20 +228,7 @@ public final class ShmLink extends Link {
 
     @Override
     public void recycle(Request r) {
-        if (r.link() != this || !r.isDone()) {
-            return;
-        }
-        if (r instanceof SendReq s) {
-            if (spareSends.size() < SPARE_REQUESTS) {
-                s.located = null;
-                s.src = null; // holds no buffer while it waits
-                spareSends.add(s);
-            }
-        } else if (r instanceof Request.Receive rr && spareRecvs.size() < SPARE_REQUESTS) {
-            rr.dst = null;
-            rr.with = null;
-            spareRecvs.add(rr);
-        }
+        spares.keep(r);
     }
 
     @Override
@@ -455,6 +441,12 @@ public final class ShmLink extends Link {
 
         SendReq(ShmLink link, MemorySegment src) {
             super(link, src);
+        }
+
+        @Override
+        protected void release() {
+            super.release();
+            located = null;
         }
     }
 }

@@ -6,6 +6,7 @@ import dev.panamax.collectives.PeerFailedException;
 import dev.panamax.collectives.internal.transport.BlameHeader;
 import dev.panamax.collectives.internal.transport.Link;
 import dev.panamax.collectives.internal.transport.Request;
+import dev.panamax.collectives.internal.transport.SpareRequests;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import dev.panamax.memory.concurrent.WakeSignal;
@@ -103,8 +104,6 @@ public final class VerbsLink extends Link {
     static final long MAX_PIECE_BYTES = 1L << 30;
     private static final long RECV_TAG = 1L << 62;
     private static final int POLL_BATCH = 16;
-    /** The most completed requests of each kind kept for reuse. */
-    private static final int SPARE_REQUESTS = 16;
 
     private final int self;
     private final VerbsDomain domain;
@@ -161,8 +160,7 @@ public final class VerbsLink extends Link {
     // Send side.
     private final ArrayDeque<SendReq> posting = new ArrayDeque<>();
     /** Completed requests handed back ({@link #recycle}), posted again by later sends and receives. */
-    private final ArrayDeque<SendReq> spareSends = new ArrayDeque<>();
-    private final ArrayDeque<RecvReq> spareRecvs = new ArrayDeque<>();
+    private final SpareRequests<SendReq, RecvReq> spares = new SpareRequests<>(this, SendReq.class, RecvReq.class);
     private final long[] inAddress = new long[ADVERTS];
     private final int[] inRkey = new int[ADVERTS];
     private final long[] inBytes = new long[ADVERTS];
@@ -304,7 +302,7 @@ public final class VerbsLink extends Link {
 
     @Override
     public Request send(MemorySegment src) {
-        SendReq r = spareSends.poll();
+        SendReq r = spares.pollSend();
         if (r == null) {
             r = new SendReq(this, src);
         } else {
@@ -321,7 +319,7 @@ public final class VerbsLink extends Link {
     @Override
     public Request recv(MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
             DataType type, ReduceOp op) {
-        RecvReq r = spareRecvs.poll();
+        RecvReq r = spares.pollReceive();
         if (r == null) {
             r = new RecvReq(this, dst, with, withScale, incomingScale, type, op);
         } else {
@@ -344,23 +342,7 @@ public final class VerbsLink extends Link {
      */
     @Override
     public void recycle(Request r) {
-        if (r.link() != this || !r.isDone()) {
-            return;
-        }
-        if (r instanceof SendReq s) {
-            if (spareSends.size() < SPARE_REQUESTS) {
-                s.src = null; // holds no buffer while it waits
-                s.region = null;
-                s.completed = 0;
-                spareSends.add(s);
-            }
-        } else if (r instanceof RecvReq rr && spareRecvs.size() < SPARE_REQUESTS) {
-            rr.dst = null;
-            rr.with = null;
-            rr.region = null;
-            rr.advertised = 0;
-            spareRecvs.add(rr);
-        }
+        spares.keep(r);
     }
 
     @Override
@@ -832,6 +814,13 @@ public final class VerbsLink extends Link {
             super(link, src);
         }
 
+        @Override
+        protected void release() {
+            super.release();
+            region = null;
+            completed = 0;
+        }
+
         void markDone() {
             complete();
         }
@@ -844,6 +833,13 @@ public final class VerbsLink extends Link {
         RecvReq(VerbsLink link, MemorySegment dst, MemorySegment with, double withScale, double incomingScale,
                 DataType type, ReduceOp op) {
             super(link, dst, with, withScale, incomingScale, type, op);
+        }
+
+        @Override
+        protected void release() {
+            super.release();
+            region = null;
+            advertised = 0;
         }
 
         void markDone() {
