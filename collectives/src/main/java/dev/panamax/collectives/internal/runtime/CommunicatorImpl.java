@@ -195,7 +195,7 @@ public final class CommunicatorImpl implements Communicator {
     public void allReduce(MemorySegment send, MemorySegment recv, long count, DataType type, ReduceOp op) {
         checks.allReduce(send, recv, count, type, op);
         if (usesWindow(count, type)) {
-            runInIssueOrder(null, null, send, recv, count, type, op, false, 0);
+            runInIssueOrder(Call.WINDOW, null, null, send, recv, count, type, op, 0, -1);
         } else {
             runReductionInIssueOrder(Collective.ALL_REDUCE, count, type, op, 0, send, recv);
         }
@@ -222,9 +222,9 @@ public final class CommunicatorImpl implements Communicator {
         ArgumentChecks.preMulSum("allReducePreMulSum", type);
         checks.allReduce(send, recv, count, type, ReduceOp.SUM);
         if (usesWindow(count, type)) {
-            runInIssueOrder(null, null, send, recv, count, type, ReduceOp.SUM, true, scalar);
+            runInIssueOrder(Call.WINDOW_PRE_MUL_SUM, null, null, send, recv, count, type, ReduceOp.SUM, scalar, -1);
         } else {
-            runInIssueOrder(null, plans.preMulPlan(Collective.ALL_REDUCE, count, type, 0), send, recv, type,
+            runPreMulInIssueOrder(plans.preMulPlan(Collective.ALL_REDUCE, count, type, 0), send, recv, type,
                     ReduceOp.SUM, scalar);
         }
     }
@@ -234,7 +234,7 @@ public final class CommunicatorImpl implements Communicator {
             double scalar) {
         ArgumentChecks.preMulSum("reduceScatterPreMulSum", type);
         checks.reduceScatter(send, recv, recvCount, type, ReduceOp.SUM);
-        runInIssueOrder(null, plans.preMulPlan(Collective.REDUCE_SCATTER, recvCount, type, 0), send, recv, type,
+        runPreMulInIssueOrder(plans.preMulPlan(Collective.REDUCE_SCATTER, recvCount, type, 0), send, recv, type,
                 ReduceOp.SUM, scalar);
     }
 
@@ -243,7 +243,7 @@ public final class CommunicatorImpl implements Communicator {
             int root) {
         ArgumentChecks.preMulSum("reducePreMulSum", type);
         checks.reduce(send, recv, count, type, ReduceOp.SUM, root);
-        runInIssueOrder(null, plans.preMulPlan(Collective.REDUCE, count, type, root), send, recv, type, ReduceOp.SUM,
+        runPreMulInIssueOrder(plans.preMulPlan(Collective.REDUCE, count, type, root), send, recv, type, ReduceOp.SUM,
                 scalar);
     }
 
@@ -361,13 +361,13 @@ public final class CommunicatorImpl implements Communicator {
     @Override
     public void send(MemorySegment buffer, long count, DataType type, int peer) {
         checks.pointToPoint(buffer, count, type, peer, false);
-        runPointToPointInIssueOrder(true, buffer, count, type, peer);
+        runInIssueOrder(Call.SEND, null, null, buffer, null, count, type, null, 0, peer);
     }
 
     @Override
     public void recv(MemorySegment buffer, long count, DataType type, int peer) {
         checks.pointToPoint(buffer, count, type, peer, true);
-        runPointToPointInIssueOrder(false, buffer, count, type, peer);
+        runInIssueOrder(Call.RECEIVE, null, null, null, buffer, count, type, null, 0, peer);
     }
 
     // ---- asynchronous collectives: same checks, then the caller's buffers are handed to the worker
@@ -505,7 +505,7 @@ public final class CommunicatorImpl implements Communicator {
     private void runReductionInIssueOrder(Collective collective, long count, DataType type, ReduceOp op, int root,
             MemorySegment send, MemorySegment recv) {
         if (averagesByScaling(type, op)) {
-            runInIssueOrder(null, plans.preMulPlan(collective, count, type, root), send, recv, type, op, 0);
+            runPreMulInIssueOrder(plans.preMulPlan(collective, count, type, root), send, recv, type, op, 0);
         } else {
             runScheduleInIssueOrder(plans.plan(collective, count, type, root), send, recv, type, op);
         }
@@ -925,60 +925,57 @@ public final class CommunicatorImpl implements Communicator {
 
     private void runScheduleInIssueOrder(Schedule s, MemorySegment send, MemorySegment recv, DataType type,
             ReduceOp op) {
-        runInIssueOrder(s, null, send, recv, type, op, 0);
+        runInIssueOrder(Call.SCHEDULE, s, null, send, recv, 0, type, op, 0, -1);
     }
 
-    private void runInIssueOrder(Schedule s, PreMulPlan p, MemorySegment send, MemorySegment recv, DataType type,
+    /** A pre-multiplied sum ({@code op} SUM) or an average by scaling ({@code op} AVG) planned as {@code p}. */
+    private void runPreMulInIssueOrder(PreMulPlan p, MemorySegment send, MemorySegment recv, DataType type,
             ReduceOp op, double scalar) {
-        runInIssueOrder(s, p, send, recv, 0, type, op, false, scalar);
+        runInIssueOrder(Call.PRE_MUL_PLAN, null, p, send, recv, 0, type, op, scalar, -1);
+    }
+
+    /** What a call written out without a closure runs, and which of the arguments it reads. */
+    private enum Call {
+        /** An all-reduce of {@code count} elements over the {@link #window}. */
+        WINDOW,
+        /** A pre-multiplied sum ({@code scalar}) of {@code count} elements over the {@link #window}. */
+        WINDOW_PRE_MUL_SUM,
+        /** The schedule {@code s}. */
+        SCHEDULE,
+        /** The plan {@code p}: an average by scaling ({@code op} AVG) or a pre-multiplied sum ({@code scalar}). */
+        PRE_MUL_PLAN,
+        /** A send of {@code count} elements at the start of {@code send} to {@code peer}. */
+        SEND,
+        /** A receive of {@code count} elements into the start of {@code recv} from {@code peer}. */
+        RECEIVE
     }
 
     /**
-     * As {@link #runInIssueOrder} for a plain schedule ({@code s}), an average by scaling or a pre-multiplied sum
-     * ({@code p}, {@code op} AVG or SUM), or, with neither, an all-reduce of {@code count} elements over the
-     * {@link #window} ({@code preMultiplied}: a pre-multiplied sum), with the steps of {@link #runLocked} and
-     * {@link #runOrBreakLinks} written out: a closure per call would be the only allocation of a repeated small
-     * collective.
+     * As {@link #runInIssueOrder(Runnable)} for the calls a loop of small messages repeats, with the steps of
+     * {@link #runLocked} and {@link #runOrBreakLinks} written out and the call named by {@code call}: a closure per
+     * call would be the only allocation of a repeated small collective, a ping-pong or a pipeline of small messages.
      */
-    private void runInIssueOrder(Schedule s, PreMulPlan p, MemorySegment send, MemorySegment recv, long count,
-            DataType type, ReduceOp op, boolean preMultiplied, double scalar) {
+    private void runInIssueOrder(Call call, Schedule s, PreMulPlan p, MemorySegment send, MemorySegment recv,
+            long count, DataType type, ReduceOp op, double scalar, int peer) {
         awaitEarlierAsync();
         family.lock();
         try {
             ensureOpen();
             try {
-                if (s == null && p == null) {
-                    window.run(loop, send, recv, count, type, op, preMultiplied, scalar);
-                } else if (p == null) {
-                    runSchedule(s, send, recv, type, op);
-                } else if (op == ReduceOp.AVG) {
-                    runAverage(p, send, recv, type);
-                } else {
-                    runPreMulSum(p, send, recv, type, scalar);
+                switch (call) {
+                    case WINDOW, WINDOW_PRE_MUL_SUM -> window.run(loop, send, recv, count, type, op,
+                            call == Call.WINDOW_PRE_MUL_SUM, scalar);
+                    case SCHEDULE -> runSchedule(s, send, recv, type, op);
+                    case PRE_MUL_PLAN -> {
+                        if (op == ReduceOp.AVG) {
+                            runAverage(p, send, recv, type);
+                        } else {
+                            runPreMulSum(p, send, recv, type, scalar);
+                        }
+                    }
+                    case SEND -> executor.pointToPoint(true, rank, size, peer, send, count, type);
+                    case RECEIVE -> executor.pointToPoint(false, rank, size, peer, recv, count, type);
                 }
-            } catch (RuntimeException | Error e) {
-                breakLinksAfter(e);
-                throw e;
-            }
-        } finally {
-            unlockAndFinishPending();
-        }
-    }
-
-    /**
-     * A send or receive of {@code count} elements at the start of {@code buffer}, with the steps of {@link #runLocked}
-     * and {@link #runOrBreakLinks} written out as {@link #runInIssueOrder(Schedule, PreMulPlan, MemorySegment,
-     * MemorySegment, long, DataType, ReduceOp, boolean, double)} does: a ping-pong or a pipeline of small messages
-     * would otherwise make a closure per message.
-     */
-    private void runPointToPointInIssueOrder(boolean isSend, MemorySegment buffer, long count, DataType type,
-            int peer) {
-        awaitEarlierAsync();
-        family.lock();
-        try {
-            ensureOpen();
-            try {
-                executor.pointToPoint(isSend, rank, size, peer, buffer, count, type);
             } catch (RuntimeException | Error e) {
                 breakLinksAfter(e);
                 throw e;
