@@ -72,12 +72,12 @@ final class RangeCache<V> {
         long address = segment.address();
         long byteSize = segment.byteSize();
         Entry<V> m = latest;
-        if (m != null && m.covers(address, byteSize) && m.segment.scope().isAlive() && usable.test(m.value)) {
+        if (m != null && serves(m, address, byteSize)) {
             hits++; // already the most recently used
             return m.value;
         }
         for (Entry<V> e : entries.sequencedValues().reversed()) { // most recently used first
-            if (e.covers(address, byteSize) && e.segment.scope().isAlive() && usable.test(e.value)) {
+            if (serves(e, address, byteSize)) {
                 entries.get(e.id); // mark as most recently used
                 latest = e;
                 hits++;
@@ -99,6 +99,11 @@ final class RangeCache<V> {
         }
         closer.rethrow();
         return value;
+    }
+
+    /** Whether {@code e} can answer a lookup of these bytes: it covers them, its segment lives, its value is usable. */
+    private boolean serves(Entry<V> e, long address, long byteSize) {
+        return e.covers(address, byteSize) && e.segment.scope().isAlive() && usable.test(e.value);
     }
 
     /** Drops and releases the entries whose segment died or whose value is no longer usable. */
