@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.Set;
 import dev.panamax.collectives.Collective;
 import java.util.Arrays;
+import javax.management.ObjectName;
 
 /**
  * {@code --calibrate}: measures what the cost models need, on every rank alike; rank 0 prints.
@@ -31,7 +32,8 @@ import java.util.Arrays;
  * </ul>
  * Every time is a median over the {@code -n} iterations (robust on a busy machine), the slowest
  * rank's where several ranks time. Each series is fitted with t = alpha + beta * m (ordinary
- * least squares over the sizes).
+ * least squares over the sizes). With {@code --waits}, how the two ends of each ping-pong waited, per round trip (the
+ * communicators' wait counts, as the sweep's {@code --waits} columns).
  */
 final class Calibration {
     /** Transports whose peers share the host of rank 0: the innermost level of a suggested topology. */
@@ -41,16 +43,21 @@ final class Calibration {
     /** The largest size the JIT warm-up's ping-pongs cycle over, as the sweep's first warm-up. */
     private static final long JIT_WARMUP_MAX_BYTES = 64 << 10;
     private static final int[] KS = {1, 2, 4};
+    /** The wait counts reported per ping-pong end ({@link #bothEnds}). */
+    private static final int WAIT_COLUMNS = 7;
 
     private final Communicator comm;
     private final PerfConfig config;
     private final PrintStream out;
+    /** Whether to report the ping-pongs' wait counts ({@code --waits}). */
+    private final boolean waits;
 
     /** {@code out} is rank 0's printer, null on the other ranks. */
-    Calibration(Communicator comm, PerfConfig config, PrintStream out) {
+    Calibration(Communicator comm, PerfConfig config, PrintStream out, boolean waits) {
         this.comm = comm;
         this.config = config;
         this.out = out;
+        this.waits = waits;
     }
 
     void run(String transport) {
@@ -110,11 +117,19 @@ final class Calibration {
             comm.barrier();
 
             double[][] pp = new double[peers.length][sizes.size()];
+            double[][][] ppWaits = new double[peers.length][sizes.size()][];
+            ObjectName bean = waits ? WaitCounts.beanOf(rank) : null;
+            MemorySegment waitStat = buffer(arena, 2L * WAIT_COLUMNS * Double.BYTES);
             for (int k = 0; k < peers.length; k++) {
                 for (int s = 0; s < sizes.size(); s++) {
                     pingPong(a, b, sizes.get(s), peers[k], config.warmup());
                     comm.barrier();
+                    WaitCounts before = WaitCounts.read(bean);
                     pp[k][s] = pingPong(a, b, sizes.get(s), peers[k], config.iters());
+                    WaitCounts after = WaitCounts.read(bean);
+                    if (waits) {
+                        ppWaits[k][s] = bothEnds(waitStat, peers[k], before, after);
+                    }
                     comm.barrier();
                 }
             }
@@ -136,6 +151,9 @@ final class Calibration {
                     kinds[k] = comm.transportTo(peers[k]);
                 }
                 report(transport, sizes, peers, kinds, pp, ar, gammaBytes, tk);
+                if (waits) {
+                    reportWaits(sizes, peers, kinds, ppWaits);
+                }
             }
         }
     }
@@ -166,6 +184,29 @@ final class Calibration {
             t0 = t1;
         }
         return median(laps) / 1e9 / 2;
+    }
+
+    /**
+     * Rank 0's and {@code peer}'s wait counts per round trip of the timed ping-pong, from {@code before} to
+     * {@code after} (each rank's own): waits that idled, the share served spinning, spins, yields, parks, sleeps and
+     * preempted spins; rank 0's first. Every rank takes part (an all-reduce); NaN where a rank's counts are unknown.
+     */
+    private double[] bothEnds(MemorySegment stat, int peer, WaitCounts before, WaitCounts after) {
+        int rank = comm.rank();
+        double[] mine = new double[WAIT_COLUMNS];
+        if (before == null || after == null) {
+            Arrays.fill(mine, Double.NaN);
+        } else {
+            double[] w = after.perCallSince(before, config.iters());
+            mine = new double[] {w[0], w[1], w[2], w[3], w[4], w[5], w[8]};
+        }
+        stat.fill((byte) 0);
+        if (rank == 0 || rank == peer) {
+            long at = rank == 0 ? 0 : (long) WAIT_COLUMNS * Double.BYTES;
+            MemorySegment.copy(mine, 0, stat, ValueLayout.JAVA_DOUBLE, at, WAIT_COLUMNS);
+        }
+        comm.allReduce(stat, 2 * WAIT_COLUMNS, DataType.FLOAT64, ReduceOp.SUM);
+        return stat.toArray(ValueLayout.JAVA_DOUBLE);
     }
 
     /** Seconds per ring all-reduce of {@code count} floats: each rank's median iteration, the slowest rank's. */
@@ -297,6 +338,30 @@ final class Calibration {
         out.println("# suggested: " + (suggestion == null ? "(no peers to measure)" : "--topology " + suggestion));
         out.println("#");
         out.flush();
+    }
+
+    /** The ping-pongs' wait counts per round trip, rank 0's and the peer's ({@code --waits}). */
+    private void reportWaits(List<Long> sizes, int[] peers, String[] kinds, double[][][] ppWaits) {
+        out.println("# waits per round trip of each ping-pong, rank 0 | the peer: waits that idled, the share of them "
+                + "served while spinning, spins, yields, parks, sleeps, preempted spins");
+        String columns = "%7s %6s %8s %7s %6s %6s %7s";
+        out.printf(Locale.ROOT, "#%11s %18s  " + columns + "  | " + columns + "%n", "size", "pingpong", "idled",
+                "spun", "spins", "yields", "parks", "sleeps", "preempt", "idled", "spun", "spins", "yields", "parks",
+                "sleeps", "preempt");
+        String values = "%7.2f %6.2f %8.1f %7.2f %6.2f %6.2f %7.3f";
+        for (int k = 0; k < peers.length; k++) {
+            for (int s = 0; s < sizes.size(); s++) {
+                double[] w = ppWaits[k][s];
+                Object[] args = new Object[2 + 2 * WAIT_COLUMNS];
+                args[0] = sizes.get(s);
+                args[1] = kinds[k] + " 0-" + peers[k];
+                for (int i = 0; i < 2 * WAIT_COLUMNS; i++) {
+                    args[2 + i] = w[i];
+                }
+                out.printf(Locale.ROOT, "%12d %18s  " + values + "  | " + values + "%n", args);
+            }
+        }
+        out.println("#");
     }
 
     private static String fitLine(String name, Line f, double busFactor, String gamma) {

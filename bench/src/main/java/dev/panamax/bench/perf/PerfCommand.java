@@ -163,7 +163,8 @@ public final class PerfCommand implements Callable<Integer> {
 
     @Option(names = "--waits", description = "add how the waits idled per call (waits that idled, the share "
             + "served while spinning, spins, yields, parks, sleeps), the spin of the latest wait and the calling "
-            + "thread's CPU time, maximum over the ranks")
+            + "thread's CPU time, maximum over the ranks; with --calibrate, the same counts per round trip of each "
+            + "ping-pong at both ends, with the spins preempted")
     boolean waits;
 
     @Option(names = "--straggle", paramLabel = "US", defaultValue = "0",

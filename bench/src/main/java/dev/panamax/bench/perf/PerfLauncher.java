@@ -108,7 +108,7 @@ final class PerfLauncher {
             Thread t = new Thread(() -> {
                 try {
                     if (cmd.calibrate) {
-                        new Calibration(comm, config, rank == 0 ? out : null).run(cmd.transport);
+                        new Calibration(comm, config, rank == 0 ? out : null, cmd.waits).run(cmd.transport);
                     } else {
                         results.set(rank, new PerfRunner(comm, config).run(rank == 0 ? report::printRow : null));
                     }
@@ -166,7 +166,7 @@ final class PerfLauncher {
         }
         try (Communicator comm = builder.connect()) {
             if (cmd.calibrate) {
-                new Calibration(comm, config, comm.rank() == 0 ? out : null).run(cmd.transport);
+                new Calibration(comm, config, comm.rank() == 0 ? out : null, cmd.waits).run(cmd.transport);
                 return 0;
             }
             DeviceTarget device = cmd.backend == null ? null : DeviceTarget.open(comm, config, cmd.transport,

@@ -18,9 +18,10 @@ import javax.management.ObjectName;
  * @param sleeps          idles spent asleep on the shared-memory doorbell
  * @param spinNanos how long the latest wait could spin
  * @param cpuMoves  moves off a CPU shared with the peer waited for
+ * @param preemptedSpins spins during which the thread was switched off its CPU (each began a penalty)
  */
 record WaitCounts(long waits, long servedSpinning, long spins, long yields, long parks, long sleeps,
-                  long spinNanos, long cpuMoves) {
+                  long spinNanos, long cpuMoves, long preemptedSpins) {
     private static final MBeanServer SERVER = ManagementFactory.getPlatformMBeanServer();
 
     /**
@@ -45,7 +46,7 @@ record WaitCounts(long waits, long servedSpinning, long spins, long yields, long
         try {
             return new WaitCounts(get(bean, "IdleWaits"), get(bean, "WaitsServedSpinning"), get(bean, "Spins"),
                     get(bean, "Yields"), get(bean, "Parks"), get(bean, "Sleeps"), get(bean, "SpinNanos"),
-                    get(bean, "CpuMoves"));
+                    get(bean, "CpuMoves"), get(bean, "PreemptedSpins"));
         } catch (JMException e) {
             return null;
         }
@@ -57,13 +58,15 @@ record WaitCounts(long waits, long servedSpinning, long spins, long yields, long
 
     /**
      * Per call from {@code before} to this: waits that idled, the share of them served while spinning,
-     * spins, yields, parks, sleeps, the latest spin in microseconds, and the CPU moves in all (not per call).
+     * spins, yields, parks, sleeps, the latest spin in microseconds, the CPU moves in all (not per call), and the
+     * preempted spins per call.
      */
     double[] perCallSince(WaitCounts before, long calls) {
         double n = Math.max(1, calls);
         long w = waits - before.waits;
         return new double[] {w / n, w == 0 ? 1 : (servedSpinning - before.servedSpinning) / (double) w,
             (spins - before.spins) / n, (yields - before.yields) / n, (parks - before.parks) / n,
-            (sleeps - before.sleeps) / n, spinNanos / 1e3, cpuMoves - before.cpuMoves};
+            (sleeps - before.sleeps) / n, spinNanos / 1e3, cpuMoves - before.cpuMoves,
+            (preemptedSpins - before.preemptedSpins) / n};
     }
 }
