@@ -193,8 +193,9 @@ final class Calibration {
      */
     private double[] bothEnds(MemorySegment stat, int peer, WaitCounts before, WaitCounts after) {
         int rank = comm.rank();
-        double[] mine = new double[WAIT_COLUMNS];
+        double[] mine;
         if (before == null || after == null) {
+            mine = new double[WAIT_COLUMNS];
             Arrays.fill(mine, Double.NaN);
         } else {
             double[] w = after.perCallSince(before, config.iters());

@@ -177,6 +177,32 @@ class PerfAlgorithmsTest {
     }
 
     @Test
+    void calibrationWithWaitsReportsBothEndsOfEachPingPong() {
+        Result r = run("--calibrate", "--waits", "-t", "local", "-np", "3", "-b", "8", "-e", "512", "-f", "8", "-n",
+                "20", "-w", "2", "--jit-warmup", "10");
+        assertEquals(0, r.status(), r.out() + r.err());
+        assertTrue(r.out().contains("# waits per round trip of each ping-pong, rank 0 | the peer"), r.out());
+        List<String[]> lines = r.out().lines().filter(l -> !l.startsWith("#") && l.contains(" local 0-1 "))
+                .map(l -> l.trim().split("\\s+"))
+                .toList();
+        assertEquals(List.of("8", "64", "512"), lines.stream().map(l -> l[0]).toList(), r.out());
+        for (String[] l : lines) {
+            // size, "local", "0-1", 7 counts of rank 0, "|", 7 of the peer
+            assertEquals(3 + 7 + 1 + 7, l.length, String.join(" ", l));
+            assertEquals("|", l[10], String.join(" ", l));
+            for (int end : new int[] {3, 11}) {
+                double idled = Double.parseDouble(l[end]);
+                double servedSpinning = Double.parseDouble(l[end + 1]);
+                assertTrue(idled >= 0 && idled <= 2, "waits that idled per round trip: " + String.join(" ", l));
+                assertTrue(servedSpinning >= 0 && servedSpinning <= 1, "a share: " + String.join(" ", l));
+                for (int i = end + 2; i < end + 7; i++) {
+                    assertTrue(Double.parseDouble(l[i]) >= 0, String.join(" ", l));
+                }
+            }
+        }
+    }
+
+    @Test
     void leastSquaresFit() {
         double[] m = {8, 1024, 65536, 1 << 20};
         double[] t = new double[m.length];
