@@ -154,6 +154,7 @@ class RangeCacheTest {
         assertFalse(created.size() > 0);
         assertThrows(IllegalArgumentException.class, () -> cache(0));
     }
+
     /** The most recently used entry answers without a walk of the map, and is not answered once it is unusable. */
     @Test
     void repeatedHitsOnTheLatestEntryKeepTheOrderAndNeverReturnAnUnusableValue() {
