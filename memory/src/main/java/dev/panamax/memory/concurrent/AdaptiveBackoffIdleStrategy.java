@@ -62,6 +62,15 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     public static final long SPIN_NANOS = 50_000;
     /** The longest spin learned from waits that yielded on a free CPU. */
     public static final long MAX_SPIN_NANOS = 500_000;
+    /**
+     * How long a wait that woke a sleeping peer spins where it would yield ({@link #idle(WakeSignal, boolean)}): the
+     * peer's sleep left its CPU idle, so it mostly wakes there, in tens of microseconds (about 90 on a virtual
+     * machine), longer than the spin of a wait in a preempted spin's penalty or even the full spin, while a yield
+     * hands this CPU to whatever else runs on it (a CPU-bound process) until the scheduler's next tick, milliseconds
+     * in which the woken peer waits for this rank (docs/results/performance.md). A peer woken onto this CPU instead
+     * waits at most this long.
+     */
+    public static final long WOKEN_PEER_SPIN_NANOS = 250_000;
     /** How long a wait yields before it parks. */
     public static final long YIELD_NANOS = 2_000_000;
     /**
@@ -283,7 +292,22 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
      * preempted spin's penalty lasts (another process busy on the CPUs) changed nothing that held in a second run.
      */
     public void idle(WakeSignal bell) {
+        idle(bell, false);
+    }
+
+    /**
+     * As {@link #idle(WakeSignal)}, but spins where it would yield if {@code spinInstead}: the caller knows that a
+     * yield cannot let the thread it waits for run sooner (it woke that thread from a sleep, see
+     * {@link #WOKEN_PEER_SPIN_NANOS}). The phases still advance by time: the wait sleeps when the yields would end.
+     * Ignored where the ranks outnumber the CPUs, whose yields are how the others run.
+     */
+    public void idle(WakeSignal bell, boolean spinInstead) {
         Phase p = advance();
+        if (spinInstead && p == Phase.YIELDING && !oversubscribed && !(bell != null && bell.isArmed())) {
+            spins++;
+            Thread.onSpinWait();
+            return;
+        }
         if (bell == null) {
             idleIn(p);
         } else if (bell.isArmed()) {
@@ -435,13 +459,20 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     }
 
     /**
-     * The caller moved this thread off a CPU it shared with the thread it waits for: counts the move and ends the
-     * penalty in progress, if any, whose cause that was. The next wait spins; a next preempted spin starts a penalty
-     * twice as long.
+     * The caller moved this thread off a CPU it shared with the thread it waits for: counts the move, ends the
+     * penalty in progress, if any, whose cause that was, and starts the wait in progress over with the spin. A next
+     * preempted spin starts a penalty twice as long.
      */
     public void movedOffSharedCpu() {
         cpuMoves++;
         noSpinUntil = nanoClock.getAsLong();
+        // The wait starts over on the new CPU, with the spin: had it gone on yielding, its first idle there would hand
+        // the new CPU to whatever else runs on it (a CPU-bound process) until the scheduler's next tick.
+        switchesAtMark = -1;
+        switchesAtYield = -1;
+        clocked = false;
+        rounds = 0;
+        phase = Phase.SPINNING;
     }
 
     /** The spin a next wait that allows a longer one gets, unless oversubscribed or in a preempted spin's penalty. */

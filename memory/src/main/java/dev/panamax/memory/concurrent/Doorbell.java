@@ -96,15 +96,17 @@ public final class Doorbell implements WakeSignal {
         return rung;
     }
 
-    /** Writer, after its store: wakes the sleeper if it is armed. */
-    public void ring() {
+    /** Writer, after its store: wakes the sleeper if it is armed; returns whether it was. */
+    public boolean ring() {
         VarHandle.fullFence();
         if ((int) INT.getVolatile(word, 0L) != 0 && INT.compareAndSet(word, 0L, 1, 0) && SUPPORTED) {
             if (callState == null) {
                 allocateScratch();
             }
             Libc.futexWake(word, Integer.MAX_VALUE, callState);
+            return true;
         }
+        return false;
     }
 
     private void allocateScratch() {

@@ -605,6 +605,50 @@ class AdaptiveBackoffIdleStrategyTest {
     }
 
     @Test
+    void spinInsteadSpinsWhereTheWaitWouldYieldAndStillSleepsWhenTheYieldsWouldEnd() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        CountingSignal bell = new CountingSignal();
+        s.reset();
+        s.idle(bell, true); // the wait's start, at START
+        now = START + SPIN;
+        for (int i = 0; i < 4 * AdaptiveBackoffIdleStrategy.CLOCK_EVERY; i++) {
+            s.idle(bell, true);
+        }
+        assertEquals(Phase.YIELDING, s.phase(), "the phases go by time");
+        assertEquals(0, s.counts().yields());
+        assertEquals(1 + 4 * AdaptiveBackoffIdleStrategy.CLOCK_EVERY, s.counts().spins());
+        now = START + SPIN + AdaptiveBackoffIdleStrategy.YIELD_NANOS;
+        for (int i = 0; i <= AdaptiveBackoffIdleStrategy.CLOCK_EVERY; i++) {
+            s.idle(bell, true);
+        }
+        assertEquals(1, bell.arms, "where the yields would end, the wait arms its signal and sleeps as always");
+        assertEquals(1, bell.sleeps);
+        s.waitEnded();
+
+        AdaptiveBackoffIdleStrategy over = strategy(true);
+        over.reset();
+        for (int i = 0; i < 10; i++) {
+            over.idle(null, true);
+        }
+        assertEquals(10, over.counts().yields(), "oversubscribed: yields are how the other ranks run");
+    }
+
+    @Test
+    void aMoveOffASharedCpuStartsTheWaitOverWithTheSpin() {
+        AdaptiveBackoffIdleStrategy s = strategy(false);
+        s.reset();
+        assertEquals(Phase.SPINNING, idleAt(s, 0));
+        long movedAt = SPIN + 1_000;
+        assertEquals(Phase.YIELDING, idleAt(s, movedAt));
+        s.movedOffSharedCpu();
+        assertEquals(Phase.SPINNING, s.phase(), "on the new CPU the wait spins before it yields");
+        assertEquals(Phase.SPINNING, idleAt(s, movedAt));
+        assertEquals(Phase.SPINNING, idleAt(s, movedAt + SPIN - 1));
+        assertEquals(Phase.YIELDING, idleAt(s, movedAt + SPIN));
+        assertEquals(1, s.counts().cpuMoves());
+    }
+
+    @Test
     void yieldsThatFindTheCpuFreeSleepOnlyWhereRanksOutnumberTheCpus() {
         AdaptiveBackoffIdleStrategy s = strategy(false);
         CountingSignal bell = new CountingSignal();

@@ -36,7 +36,7 @@ class DoorbellTest {
             MemorySegment word = arena.allocate(Doorbell.BYTES, 4);
             Doorbell sleeper = new Doorbell(word);
             sleeper.arm();
-            new Doorbell(word).ring();
+            assertTrue(new Doorbell(word).ring(), "the ring found the sleeper armed");
             // A lost ring would sleep the full minute.
             assertTrue(sleeper.sleep(TimeUnit.MINUTES.toNanos(1)));
             assertFalse(sleeper.isArmed());
@@ -59,12 +59,12 @@ class DoorbellTest {
     void aRingWithNobodyArmedLeavesTheWordAlone() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment word = arena.allocate(Doorbell.BYTES, 4);
-            new Doorbell(word).ring();
+            assertFalse(new Doorbell(word).ring(), "nobody to wake");
             assertEquals(0, word.get(ValueLayout.JAVA_INT, 0));
             Doorbell sleeper = new Doorbell(word);
             sleeper.arm();
             sleeper.disarm();
-            new Doorbell(word).ring();
+            assertFalse(new Doorbell(word).ring(), "the sleeper disarmed");
             assertEquals(0, word.get(ValueLayout.JAVA_INT, 0));
         }
     }

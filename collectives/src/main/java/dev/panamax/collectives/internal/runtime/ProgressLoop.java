@@ -48,6 +48,11 @@ public final class ProgressLoop {
     private int step;
     private int steps;
     private String stepLabel;
+    /**
+     * Whether the running collective woke a sleeping peer: its waits spin, rather than yield, for their first
+     * {@link AdaptiveBackoffIdleStrategy#WOKEN_PEER_SPIN_NANOS} (see there).
+     */
+    private boolean wokePeer;
     /** Whether a collective is running (between begin and end). */
     private boolean active;
     /** The requests of the wait in progress, published once it has had to idle (racy reads only). */
@@ -92,8 +97,14 @@ public final class ProgressLoop {
     /** The collective has ended (or failed). */
     void end() {
         this.active = false;
+        this.wokePeer = false;
         this.waitSince = 0;
         this.waiting = null;
+    }
+
+    /** The running collective woke a sleeping peer (see {@link AdaptiveBackoffIdleStrategy#WOKEN_PEER_SPIN_NANOS}). */
+    void wokeSleepingPeer() {
+        wokePeer = true;
     }
 
     void step(int step) {
@@ -244,7 +255,9 @@ public final class ProgressLoop {
                         backoff.movedOffSharedCpu();
                     }
                 }
-                backoff.idle(wakeSignal);
+                // A peer this collective woke is still waking (spinning loses nothing to it, see the constant).
+                boolean spinInstead = wokePeer && now - start < AdaptiveBackoffIdleStrategy.WOKEN_PEER_SPIN_NANOS;
+                backoff.idle(wakeSignal, spinInstead);
             }
         }
     }

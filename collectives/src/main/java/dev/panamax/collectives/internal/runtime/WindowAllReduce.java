@@ -114,10 +114,14 @@ final class WindowAllReduce {
         try {
             loop.begin("all-reduce", "window", 1);
             windows[rank].publish(k, send, bytes, code, scalar);
+            boolean woke = false;
             for (Link l : links) {
                 if (l != null) {
-                    l.wakePeer();
+                    woke |= l.wakePeer();
                 }
+            }
+            if (woke) {
+                loop.wokeSleepingPeer();
             }
             for (Arrival a : arrivals) {
                 a.expect(k, bytes);

@@ -111,9 +111,11 @@ public abstract class Link implements AutoCloseable {
 
     /**
      * Wakes the peer if it sleeps on its {@link #wakeSignal()}: called after a write into {@link #ownWindow()} that the
-     * peer may be waiting for. Does nothing by default.
+     * peer may be waiting for. Returns whether the peer was asleep (or about to sleep) and is being woken; does
+     * nothing and returns false by default.
      */
-    public void wakePeer() {
+    public boolean wakePeer() {
+        return false;
     }
 
     /**

@@ -7,6 +7,7 @@ import dev.panamax.collectives.internal.transport.SharedWindow;
 import dev.panamax.collectives.internal.transport.TestLink;
 import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
+import dev.panamax.memory.concurrent.AdaptiveBackoffIdleStrategy;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -22,6 +23,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * One rank's side of the window all-reduce, on one thread: the other ranks' windows are plain memory this test
@@ -42,6 +44,17 @@ class WindowAllReduceTest {
         private final MemorySegment own;
         private final MemorySegment peerWindow;
         int wakes;
+        /** What {@link #wakePeer} answers: whether the peer was asleep. */
+        boolean peerAsleep;
+        /**
+         * The peer's call 1, published by the first progress {@link #arrivesAfterNanos} or more after the first
+         * progress of the wait for it (its first poll); null when none.
+         */
+        MemorySegment lateInput;
+        long arrivesAfterNanos;
+        long firstProgressNanos;
+        /** How long after that first poll the peer's call was published. */
+        long publishedAfterNanos;
 
         WindowLink(int peer, MemorySegment own, MemorySegment peerWindow) {
             super(peer);
@@ -60,8 +73,24 @@ class WindowAllReduceTest {
         }
 
         @Override
-        public void wakePeer() {
+        public boolean wakePeer() {
             wakes++;
+            return peerAsleep;
+        }
+
+        @Override
+        protected void doProgress() {
+            if (lateInput == null) {
+                return;
+            }
+            long now = System.nanoTime();
+            if (firstProgressNanos == 0) {
+                firstProgressNanos = now;
+            } else if (now - firstProgressNanos >= arrivesAfterNanos) {
+                publish(peerWindow, 1, lateInput, DataType.FLOAT32, ReduceOp.SUM, false, 0);
+                lateInput = null;
+                publishedAfterNanos = now - firstProgressNanos;
+            }
         }
     }
 
@@ -316,5 +345,40 @@ class WindowAllReduceTest {
         assertTrue(e.getMessage().contains("window all-reduce call 1 of rank 2 over test (its window shows call 0)"),
                 e.getMessage());
         assertFalse(e.getMessage().contains("of rank 1"), e.getMessage());
+    }
+
+    @Test
+    void aCallThatWokeASleepingPeerSpinsWhileThePeerWakesWhereItWouldYield() {
+        long arrivesAfter = 3 * AdaptiveBackoffIdleStrategy.SPIN_NANOS; // past the spin, within the spin after a wake
+        long[] woke = null;
+        for (int attempt = 0; attempt < 5 && (woke == null
+                || woke[1] >= AdaptiveBackoffIdleStrategy.WOKEN_PEER_SPIN_NANOS); attempt++) {
+            woke = yieldsAndLengthOfAWaitForALatePeer(true, arrivesAfter);
+        }
+        assumeTrue(woke[1] < AdaptiveBackoffIdleStrategy.WOKEN_PEER_SPIN_NANOS,
+                "the test thread lost its CPU: each wait outlasted the spin after a wake (" + woke[1] + " ns)");
+        assertEquals(0, woke[0], "the ring woke the peer: no yield while it wakes");
+        long[] didNotWake = yieldsAndLengthOfAWaitForALatePeer(false, arrivesAfter);
+        assertTrue(didNotWake[0] > 0, "no sleeper woken: the wait yields after its spin");
+    }
+
+    /**
+     * Rank 0's call with rank 1, which publishes {@code arrivesAfterNanos} into rank 0's wait: the wait's yields, and
+     * how long after its first poll the peer published.
+     */
+    private long[] yieldsAndLengthOfAWaitForALatePeer(boolean peerAsleep, long arrivesAfterNanos) {
+        MemorySegment[] regions = regions(64, 64);
+        Link[] links = linksOf(0, regions);
+        WindowLink toRank1 = (WindowLink) links[1];
+        toRank1.peerAsleep = peerAsleep;
+        toRank1.lateInput = floats(2f);
+        toRank1.arrivesAfterNanos = arrivesAfterNanos;
+        WindowAllReduce w = WindowAllReduce.over(0, links, 1);
+        ProgressLoop loop = loop(TIMEOUT_NANOS);
+        MemorySegment recv = arena.allocate(4, 64);
+        w.run(loop, floats(1f), recv, 1, DataType.FLOAT32, ReduceOp.SUM, false, 0);
+        assertEquals(3f, floatsOf(recv, 1)[0]);
+        assertEquals(1, toRank1.wakes);
+        return new long[] {loop.waits().yields(), toRank1.publishedAfterNanos};
     }
 }

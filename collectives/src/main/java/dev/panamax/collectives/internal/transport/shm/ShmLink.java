@@ -170,11 +170,12 @@ public final class ShmLink extends Link {
     }
 
     @Override
-    public void wakePeer() {
+    public boolean wakePeer() {
         try {
-            peerDoorbell.ring();
+            return peerDoorbell.ring();
         } catch (IllegalStateException closed) {
             // The link was closed and its mapping released (an abort): the wait that follows fails with the abort.
+            return false;
         }
     }
 
