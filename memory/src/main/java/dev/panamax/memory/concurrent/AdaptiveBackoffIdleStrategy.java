@@ -304,8 +304,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
     public void idle(WakeSignal bell, boolean spinInstead) {
         Phase p = advance();
         if (spinInstead && p == Phase.YIELDING && !oversubscribed && !(bell != null && bell.isArmed())) {
-            spins++;
-            Thread.onSpinWait();
+            idleIn(Phase.SPINNING);
             return;
         }
         if (bell == null) {
@@ -367,8 +366,7 @@ public final class AdaptiveBackoffIdleStrategy implements IdleStrategy {
             idled = true;
             phase = Phase.SPINNING;
         }
-        spins++;
-        Thread.onSpinWait();
+        idleIn(Phase.SPINNING);
     }
 
     /** The phase of this idle: reads the clock every few rounds and moves on when the phase's time is up. */
