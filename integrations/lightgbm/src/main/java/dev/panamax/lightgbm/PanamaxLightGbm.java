@@ -3,12 +3,9 @@ package dev.panamax.lightgbm;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.memory.DataType;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.net.ServerSocket;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -45,7 +42,8 @@ public final class PanamaxLightGbm {
         PANAMAX,
         /**
          * LightGBM's own TCP network ({@code LGBM_NetworkInit}) on 127.0.0.1, all ranks on this host, each
-         * listening on a free port that the communicator tells the others: for comparisons only.
+         * listening on a free port that the communicator tells the others: for comparisons only. It starts on
+         * every rank or fails on every rank, naming the rank where it failed.
          */
         LIGHTGBM_SOCKETS
     }
@@ -101,8 +99,8 @@ public final class PanamaxLightGbm {
 
     /**
      * As {@link #train(Communicator, String, LocalData, int, IterationListener)}, with LightGBM's collectives on
-     * {@code network}. With {@link Network#LIGHTGBM_SOCKETS} the communicator only agrees on ports and checks the
-     * inputs.
+     * {@code network}. With {@link Network#LIGHTGBM_SOCKETS} the communicator only agrees on ports, checks the
+     * inputs and confirms that LightGBM's network started on every rank.
      */
     public static String train(Communicator comm, String params, LocalData data, int iterations,
             IterationListener listener, Network network) {
@@ -137,8 +135,7 @@ public final class PanamaxLightGbm {
             if (network == Network.PANAMAX) {
                 session = NetworkSession.external(panamax);
             } else {
-                Machines m = socketMachines(comm);
-                session = NetworkSession.sockets(m.list(), m.localPort(), 1, comm.size());
+                session = LocalSocketNetwork.start(comm, panamax);
             }
             try (session) {
                 return attempt.run(data, full, iterations, listener);
@@ -342,31 +339,5 @@ public final class PanamaxLightGbm {
             throw new IllegalArgumentException("LightGBM training: rank(s) " + empty + " have no rows; LightGBM "
                     + "needs at least one row on every rank");
         }
-    }
-
-    /** LightGBM's machine list ({@code ip:port,...}) and this rank's port in it. */
-    private record Machines(String list, int localPort) {
-    }
-
-    /** Each rank's free port, agreed through the communicator, as LightGBM's machine list. */
-    private static Machines socketMachines(Communicator comm) {
-        int port;
-        try (ServerSocket probe = new ServerSocket(0)) {
-            port = probe.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException("no free port for LightGBM's network", e);
-        }
-        int n = comm.size();
-        StringBuilder machines = new StringBuilder();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment mine = arena.allocateFrom(ValueLayout.JAVA_INT, port);
-            MemorySegment every = arena.allocate(ValueLayout.JAVA_INT, n);
-            comm.allGather(mine, every, 1, DataType.INT32);
-            for (int r = 0; r < n; r++) {
-                machines.append(r == 0 ? "" : ",").append("127.0.0.1:").append(every.getAtIndex(ValueLayout.JAVA_INT,
-                        r));
-            }
-        }
-        return new Machines(machines.toString(), port);
     }
 }

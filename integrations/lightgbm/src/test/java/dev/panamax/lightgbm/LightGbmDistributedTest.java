@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.panamax.collectives.Communicator;
 import dev.panamax.collectives.Panamax;
 import dev.panamax.collectives.PeerFailedException;
-import dev.panamax.testing.Ports;
 import dev.panamax.testing.RankThreads;
 
 import java.lang.foreign.Arena;
@@ -18,6 +17,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import java.util.stream.IntStream;
 
 import org.junit.jupiter.api.Test;
 
@@ -74,14 +74,11 @@ class LightGbmDistributedTest {
     }
 
     private static List<Trained> overSockets() {
-        int[] ports = new int[RANKS];
-        StringBuilder machines = new StringBuilder();
-        for (int r = 0; r < RANKS; r++) {
-            ports[r] = Ports.freePort();
-            machines.append(r == 0 ? "" : ",").append("127.0.0.1:").append(ports[r]);
-        }
+        // Ports as the library chooses them (below the ephemeral range, free), one for each rank.
+        int[] ports = IntStream.generate(LocalSocketNetwork::candidatePort).distinct().limit(RANKS).toArray();
+        String machines = LocalSocketNetwork.machineList(ports);
         return RankThreads.onEachRank(RANKS, rank -> {
-            try (NetworkSession session = NetworkSession.sockets(machines.toString(), ports[rank], 1, RANKS)) {
+            try (NetworkSession session = NetworkSession.sockets(machines, ports[rank], 1, RANKS)) {
                 return train(rank, session);
             }
         });
