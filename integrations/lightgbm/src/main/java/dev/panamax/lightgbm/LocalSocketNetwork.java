@@ -133,7 +133,7 @@ final class LocalSocketNetwork {
     /** The lowest ephemeral port (Linux's {@code ip_local_port_range}), or -1 where unknown. */
     static int ephemeralLow() {
         try {
-            // readString would trust the size procfs reports; lines are read as they come.
+            // Files.readString returned this procfs file cut short (JDK 25); readAllLines reads it whole.
             String[] range = Files.readAllLines(EPHEMERAL_RANGE).getFirst().trim().split("\\s+");
             return Integer.parseInt(range[0]);
         } catch (IOException | RuntimeException e) {
