@@ -61,7 +61,8 @@ class LocalSocketNetworkTest {
                 IntSupplier candidates = () -> calls.incrementAndGet() == 1 ? same
                         : LocalSocketNetwork.candidatePort();
                 int[] ports = LocalSocketNetwork.agreePorts(comm, candidates);
-                assertEquals(2, calls.get(), "one more round after equal ports");
+                // Two rounds, or more in the unlikely case that random ports meet again.
+                assertTrue(calls.get() >= 2, "another round after equal ports: " + calls.get());
                 return ports;
             });
             int[] ports = chosen.getFirst();
