@@ -44,7 +44,8 @@ final class LocalSocketNetwork {
     private static final int CANDIDATES = 64;
     /** The lowest port tried: the ports below need privileges. */
     private static final int LOWEST_PORT = 1024;
-    private static final Path EPHEMERAL_RANGE = Path.of("/proc/sys/net/ipv4/ip_local_port_range");
+    /** Linux's range of ephemeral ports: the lowest and highest, separated by white space. */
+    static final Path EPHEMERAL_RANGE = Path.of("/proc/sys/net/ipv4/ip_local_port_range");
     /** How long a failed rank keeps trying to reach a higher rank that has not listened yet. */
     private static final long RELEASE_NANOS = 5_000_000_000L;
     private static final int CONNECT_TIMEOUT_MILLIS = 1_000;

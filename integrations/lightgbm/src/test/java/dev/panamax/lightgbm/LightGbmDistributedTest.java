@@ -17,7 +17,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
-import java.util.stream.IntStream;
 
 import org.junit.jupiter.api.Test;
 
@@ -74,8 +73,7 @@ class LightGbmDistributedTest {
     }
 
     private static List<Trained> overSockets() {
-        // Ports as the library chooses them (below the ephemeral range, free), one for each rank.
-        int[] ports = IntStream.generate(LocalSocketNetwork::candidatePort).distinct().limit(RANKS).toArray();
+        int[] ports = LocalSocketNetworkTest.distinctPorts(RANKS);
         String machines = LocalSocketNetwork.machineList(ports);
         return RankThreads.onEachRank(RANKS, rank -> {
             try (NetworkSession session = NetworkSession.sockets(machines, ports[rank], 1, RANKS)) {

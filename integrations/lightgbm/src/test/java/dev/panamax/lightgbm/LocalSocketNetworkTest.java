@@ -12,13 +12,11 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntSupplier;
+import java.util.stream.IntStream;
 
 import static dev.panamax.lightgbm.PanamaxLightGbmTest.TIMEOUT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -34,7 +32,7 @@ class LocalSocketNetworkTest {
     @Test
     void aCandidatePortIsBindableAndBelowTheEphemeralRange() throws IOException {
         int low = LocalSocketNetwork.ephemeralLow();
-        if (Files.exists(Path.of("/proc/sys/net/ipv4/ip_local_port_range"))) {
+        if (Files.exists(LocalSocketNetwork.EPHEMERAL_RANGE)) {
             assertTrue(low >= 1024, "Linux's lowest ephemeral port: " + low);
         }
         for (int i = 0; i < 20; i++) {
@@ -94,7 +92,7 @@ class LocalSocketNetworkTest {
     void aRankWhosePortIsTakenFailsTheStartOnEveryRank(int failing) throws IOException {
         // A listener of someone else's on the failing rank's port: LightGBM cannot bind it. The lower ranks'
         // connections land in its backlog; the higher ranks wait for the failing rank's connection.
-        int[] ports = distinctPorts();
+        int[] ports = distinctPorts(RANKS);
         List<Communicator> comms = Panamax.local(RANKS, TIMEOUT.toNanos());
         try (ServerSocket taken = new ServerSocket()) {
             taken.setReuseAddress(false);
@@ -139,11 +137,8 @@ class LocalSocketNetworkTest {
         assertEquals("127.0.0.1:2001,127.0.0.1:2002", LocalSocketNetwork.machineList(new int[] {2001, 2002}));
     }
 
-    private static int[] distinctPorts() {
-        Set<Integer> ports = new LinkedHashSet<>();
-        while (ports.size() < RANKS) {
-            ports.add(LocalSocketNetwork.candidatePort());
-        }
-        return ports.stream().mapToInt(Integer::intValue).toArray();
+    /** {@code n} different ports, each as the library chooses them (below the ephemeral range, free). */
+    static int[] distinctPorts(int n) {
+        return IntStream.generate(LocalSocketNetwork::candidatePort).distinct().limit(n).toArray();
     }
 }
