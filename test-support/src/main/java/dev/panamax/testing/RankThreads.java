@@ -95,6 +95,7 @@ public final class RankThreads {
         Throwable first = null;
         int firstRank = -1;
         int unfinishedRank = -1;
+        Throwable[] failed = new Throwable[n];
         try {
             for (int r = 0; r < n; r++) {
                 try {
@@ -103,6 +104,7 @@ public final class RankThreads {
                 } catch (ExecutionException e) {
                     results.add(null);
                     Throwable cause = e.getCause();
+                    failed[r] = cause;
                     if (first == null || (isTimeout(first) && !isTimeout(cause))) {
                         first = cause;
                         firstRank = r;
@@ -123,7 +125,7 @@ public final class RankThreads {
             }
         }
         if (first != null) {
-            throw rethrown(first, firstRank, n);
+            throw rethrown(first, firstRank, failed);
         }
         if (unfinishedRank >= 0) {
             throw new AssertionError("rank " + unfinishedRank + " of " + n + " did not finish within " + wallLimit);
@@ -190,15 +192,34 @@ public final class RankThreads {
         return t.getClass().getSimpleName().endsWith("TimeoutException");
     }
 
-    private static RuntimeException rethrown(Throwable failure, int rank, int ranks) {
+    /**
+     * The failure to throw, noting its rank, with the other ranks' failures suppressed in it (each noting its own):
+     * the one chosen may be the echo of another rank's (a peer that closed its connection), whose own error would
+     * otherwise be lost.
+     */
+    private static RuntimeException rethrown(Throwable failure, int rank, Throwable[] failed) {
+        int ranks = failed.length;
+        RuntimeException wrapped = null;
+        Throwable carrier = failure;
+        if (failure instanceof RuntimeException || failure instanceof Error) {
+            failure.addSuppressed(new ThrownOnRank(rank, ranks));
+        } else {
+            wrapped = new RuntimeException("rank " + rank + " of " + ranks + " failed: " + failure, failure);
+            carrier = wrapped;
+        }
+        for (int r = 0; r < ranks; r++) {
+            Throwable other = failed[r];
+            if (other != null && other != failure) {
+                other.addSuppressed(new ThrownOnRank(r, ranks));
+                carrier.addSuppressed(other);
+            }
+        }
         if (failure instanceof RuntimeException re) {
-            re.addSuppressed(new ThrownOnRank(rank, ranks));
             return re;
         }
         if (failure instanceof Error er) {
-            er.addSuppressed(new ThrownOnRank(rank, ranks));
             throw er;
         }
-        return new RuntimeException("rank " + rank + " of " + ranks + " failed: " + failure, failure);
+        return wrapped;
     }
 }

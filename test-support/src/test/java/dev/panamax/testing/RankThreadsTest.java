@@ -42,7 +42,7 @@ class RankThreadsTest {
     }
 
     @Test
-    void theFirstFailureIsRethrownAsItIsNamingItsRank() {
+    void theFirstFailureIsRethrownAsItIsNamingItsRankWithTheOthersSuppressed() {
         IllegalStateException first = new IllegalStateException("first");
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> RankThreads.onEachRank(3, r -> {
             if (r == 1) {
@@ -54,10 +54,13 @@ class RankThreadsTest {
             return r;
         }));
         assertSame(first, e);
-        assertEquals(1, e.getSuppressed().length);
+        assertEquals(2, e.getSuppressed().length);
         RankThreads.ThrownOnRank note = assertInstanceOf(RankThreads.ThrownOnRank.class, e.getSuppressed()[0]);
         assertEquals(1, note.rank());
         assertEquals("thrown on rank 1 of 3", note.getMessage());
+        Throwable second = assertInstanceOf(IllegalArgumentException.class, e.getSuppressed()[1]);
+        assertEquals("second", second.getMessage());
+        assertEquals("thrown on rank 2 of 3", second.getSuppressed()[0].getMessage());
     }
 
     @Test
