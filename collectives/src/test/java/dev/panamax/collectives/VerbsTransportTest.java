@@ -264,24 +264,109 @@ class VerbsTransportTest {
         }
     }
 
-    /** An eager message that meets a receive of another size fails that receive, naming the mismatch. */
-    @Test
-    void anEagerMessageOfTheWrongSizeIsReported() {
+    /**
+     * An eager message that meets a receive of another size fails that receive, naming the mismatch: both small
+     * enough for a footer (found by reading memory), a message with one meeting a receive too large for one, and a
+     * message without one meeting a receive small enough (the receiver, reading footers, still polls its completions
+     * now and then).
+     */
+    @ParameterizedTest(name = "sent {0} floats, expected {1}")
+    @CsvSource({"25, 50", "25, 500", "500, 25"})
+    void anEagerMessageOfTheWrongSizeIsReported(int sent, int expected) {
         List<Communicator> comms = Ranks.Transport.VERBS.open(2, Duration.ofSeconds(5));
         try {
             Throwable thrown = assertThrows(Throwable.class, () -> RankThreads.run(comms, c -> {
                 try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment buffer = arena.allocate(400, 64);
+                    MemorySegment buffer = arena.allocate(4000, 64);
                     if (c.rank() == 0) {
-                        c.send(buffer, 25, DataType.FLOAT32, 1);
+                        c.send(buffer, sent, DataType.FLOAT32, 1);
                     } else {
-                        c.recv(buffer, 50, DataType.FLOAT32, 0);
+                        c.recv(buffer, expected, DataType.FLOAT32, 0);
                     }
                 }
             }));
             assertTrue(thrown instanceof CollectiveException, () -> "got " + thrown);
-            assertTrue(thrown.getMessage().contains("rank 0 sent 100 bytes but rank 1 expects 200 (mismatched counts"),
-                    thrown::getMessage);
+            String mismatch = "rank 0 sent " + 4 * sent + " bytes but rank 1 expects " + 4 * expected
+                    + " (mismatched counts";
+            assertTrue(thrown.getMessage().contains(mismatch), thrown::getMessage);
+        } finally {
+            RankThreads.closeAll(comms);
+        }
+    }
+
+    /**
+     * A ping-pong of 300 round trips whose sizes step through 1 to 75 ints, across the largest message with a footer
+     * (62 ints with the default 256 inline bytes), the largest inline one and the next: rank 1 sends each message
+     * back with every element plus one, so both directions carry footers, sizes that are no multiple of 8 bytes
+     * and every slot many times; the sender rewrites its buffer as soon as a send returns.
+     */
+    @Test
+    void aPingPongAcrossTheFooterSizeArrivesWhole() {
+        List<Communicator> comms = Ranks.Transport.VERBS.open(2);
+        try {
+            RankThreads.run(comms, c -> {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment buffer = arena.allocate(4 * 75, 64);
+                    for (int i = 0; i < 300; i++) {
+                        int n = 1 + i % 75;
+                        if (c.rank() == 0) {
+                            for (int j = 0; j < n; j++) {
+                                buffer.setAtIndex(ValueLayout.JAVA_INT, j, i * 1000 + j);
+                            }
+                            c.send(buffer, n, DataType.INT32, 1);
+                            buffer.fill((byte) 0);
+                            c.recv(buffer, n, DataType.INT32, 1);
+                            for (int j = 0; j < n; j++) {
+                                assertEquals(i * 1000 + j + 1, buffer.getAtIndex(ValueLayout.JAVA_INT, j),
+                                        "reply " + i + " of " + n + " ints, element " + j);
+                            }
+                        } else {
+                            buffer.fill((byte) 0);
+                            c.recv(buffer, n, DataType.INT32, 0);
+                            for (int j = 0; j < n; j++) {
+                                int v = buffer.getAtIndex(ValueLayout.JAVA_INT, j);
+                                assertEquals(i * 1000 + j, v, "message " + i + " of " + n + " ints, element " + j);
+                                buffer.setAtIndex(ValueLayout.JAVA_INT, j, v + 1);
+                            }
+                            c.send(buffer, n, DataType.INT32, 0);
+                            buffer.fill((byte) 0x5A);
+                        }
+                    }
+                }
+            });
+        } finally {
+            RankThreads.closeAll(comms);
+        }
+    }
+
+    /**
+     * 150 times a large message (advertised; its last write ends in a completion) and right behind it a small one
+     * (found by its footer, which may be read before that completion is polled): the small one must wait for the
+     * large one's receive rather than meet it as a mismatch.
+     */
+    @Test
+    void aSmallMessageRightBehindALargeOneMeetsItsOwnReceive() {
+        List<Communicator> comms = Ranks.Transport.VERBS.open(2);
+        try {
+            RankThreads.run(comms, c -> {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment large = arena.allocate(4 * 70_001, 64);
+                    MemorySegment small = arena.allocate(64, 64);
+                    for (int i = 0; i < 150; i++) {
+                        if (c.rank() == 0) {
+                            large.setAtIndex(ValueLayout.JAVA_INT, 70_000, i);
+                            small.setAtIndex(ValueLayout.JAVA_INT, 2, -i);
+                            c.send(large, 70_001, DataType.INT32, 1);
+                            c.send(small, 3, DataType.INT32, 1);
+                        } else {
+                            c.recv(large, 70_001, DataType.INT32, 0);
+                            c.recv(small, 3, DataType.INT32, 0);
+                            assertEquals(i, large.getAtIndex(ValueLayout.JAVA_INT, 70_000), "large message " + i);
+                            assertEquals(-i, small.getAtIndex(ValueLayout.JAVA_INT, 2), "small message " + i);
+                        }
+                    }
+                }
+            });
         } finally {
             RankThreads.closeAll(comms);
         }

@@ -61,8 +61,13 @@ import java.util.concurrent.ThreadLocalRandom;
  * {@code PANAMAX_VERBS_INLINE_BYTES} (256, capped by what the device grants) goes inline, copied into the work
  * request by the post, so its send completes at once (advertisements and credit words go inline too). The
  * receiver copies (or reduces) it out when the matching receive is posted, at once if that receive is already
- * waiting, and gives slots back as credits: it RDMA-writes the count of slots it has taken into a word of the
- * sender's, once half the slots are taken, or at once when the sender, out of credit, asks for them
+ * waiting. A message small enough to go inline with an 8-byte footer (its sequence number and length; up to 248
+ * bytes by default) is written with the footer, ending at the slot's end: the receiver finds it by reading the
+ * footer's word on every progress call, and polls its completion queue only every {@value #POLL_EVERY_CALLS} calls
+ * while nothing it waits for needs a completion (a poll is a call into the driver; the completion still comes, and
+ * wakes a sleeping wait). The receiver gives slots back as credits, counting only slots whose completion it
+ * has polled (each holds a receive work request till then): it RDMA-writes the count of slots it has taken into a
+ * word of the sender's, once half the slots are taken, or at once when the sender, out of credit, asks for them
  * (it RDMA-writes its sent count into a word of the receiver's). A sender without credit waits. Both
  * sides classify each message by its size, and the sender keeps messages in order, so the n-th receive
  * still meets the n-th send; an eager arrival whose length differs from the receive's is reported as
@@ -88,6 +93,13 @@ public final class VerbsLink extends Link {
     /** The largest eager size a setting may ask for (the immediate data carries the length). */
     static final int MAX_EAGER_BYTES = 65536;
     private static final int EAGER_FLAG = 0x8000_0000;
+    /** In an eager write's immediate data: the message ends in a footer (it is found by reading memory too). */
+    private static final int FOOTED_FLAG = 0x4000_0000;
+    private static final int LENGTH_MASK = 0x3FFF_FFFF;
+    /** The footer after a small eager message: its sequence number (high half) and length, with bit 31 set. */
+    private static final int FOOTER_BYTES = 8;
+    /** Progress calls between two polls of the completion queue while nothing awaited needs a completion. */
+    static final int POLL_EVERY_CALLS = 16;
     private static final int SEQ_MASK = 0x7FFF_FFFF;
     /** Taken eager slots given back in one write, unless the sender asks for them sooner. */
     private static final int CREDIT_BATCH = EAGER_SLOTS / 2;
@@ -126,6 +138,10 @@ public final class VerbsLink extends Link {
      */
     private final MemoryRegion eager;
     private final int slotBytes;
+    /** The largest eager message this side sends with a footer: whole with it in one inline write. */
+    private final int footedBytes;
+    /** The largest the peer sends with a footer (set when connecting). */
+    private int peerFootedBytes;
     /** The largest send copied into its work request (IBV_SEND_INLINE): the setting, capped by the device. */
     private final int inlineBytes;
     private final long creditInAt;
@@ -156,6 +172,21 @@ public final class VerbsLink extends Link {
     /** The peer's last request for credit that was answered. */
     private long askAnswered;
     private final int[] eagerLength = new int[EAGER_SLOTS];
+    /** Whether each arrived eager message ends in a footer at its slot's end (else it starts at the slot's start). */
+    private final boolean[] eagerFooted = new boolean[EAGER_SLOTS];
+    /** Eager messages whose completion was polled (each also counted by eagerArrived, maybe earlier). */
+    private long eagerCompleted;
+    /** Progress calls since the completion queue was last polled. */
+    private int callsSincePoll;
+    /** Whether a footer told of an eager message since the completion queue was last polled (see deliverEager). */
+    private boolean footerSincePoll;
+    /** Posted send work requests a send request waits for (inline ones wait for none). */
+    private int ownedWqes;
+    /**
+     * Set as a sleep is prepared (possibly by another communicator's thread sharing the domain): the next progress
+     * call polls the completion queue, so that a completion that came before the notification was asked for is seen.
+     */
+    private volatile boolean pollRequested;
 
     // Send side.
     private final ArrayDeque<SendReq> posting = new ArrayDeque<>();
@@ -194,7 +225,8 @@ public final class VerbsLink extends Link {
         QueuePair q = null;
         MemoryRegion ctrlMr = null;
         MemoryRegion stagingMr = null;
-        this.slotBytes = (domain.eagerBytes + 63) & ~63;
+        // The footer's word, at the slot's end, is never written by a message without one.
+        this.slotBytes = domain.eagerBytes == 0 ? 0 : (domain.eagerBytes + FOOTER_BYTES + 63) & ~63;
         this.creditInAt = 2L * EAGER_SLOTS * slotBytes;
         this.creditOutAt = creditInAt + 64;
         try {
@@ -225,6 +257,7 @@ public final class VerbsLink extends Link {
         this.cq = c;
         this.qp = q;
         this.inlineBytes = domain.inlineBytes(q);
+        this.footedBytes = Math.max(0, Math.min(domain.eagerBytes, (inlineBytes - FOOTER_BYTES) & ~7));
         this.ctrl = ctrlMr;
         this.staging = stagingMr;
         this.wr = SendRequest.allocate(arena);
@@ -257,6 +290,7 @@ public final class VerbsLink extends Link {
             out.writeLong(link.eager.address());
             out.writeInt(link.eager.rkey());
             out.writeLong(link.eager.address() + link.creditInAt);
+            out.writeInt(link.footedBytes);
             out.flush();
             QpEndpoint remote;
             try {
@@ -273,11 +307,15 @@ public final class VerbsLink extends Link {
                 link.peerSlots = in.readLong();
                 link.peerEagerRkey = in.readInt();
                 link.peerCreditWord = in.readLong();
-                if (theirEager < 0 || theirEager > link.peerSlotBytes) {
+                link.peerFootedBytes = in.readInt();
+                if (theirEager < 0 || (theirEager > 0 && theirEager + FOOTER_BYTES > link.peerSlotBytes)
+                        || link.peerFootedBytes < 0 || link.peerFootedBytes > theirEager) {
                     throw new CollectiveException("rank " + self + ": rank " + peer + " sent a malformed eager setup ("
-                            + theirEager + " bytes in slots of " + link.peerSlotBytes + ")");
+                            + theirEager + " bytes in slots of " + link.peerSlotBytes + ", " + link.peerFootedBytes
+                            + " with a footer)");
                 }
                 link.eagerBytes = Math.min(domain.eagerBytes, theirEager);
+                link.peerFootedBytes = Math.min(link.peerFootedBytes, link.eagerBytes);
             } catch (SocketTimeoutException e) {
                 throw new CollectiveTimeoutException("rank " + self + ": rank " + peer
                         + " did not send its queue-pair endpoint in time");
@@ -347,14 +385,47 @@ public final class VerbsLink extends Link {
 
     @Override
     protected void doProgress() {
-        pollCompletions();
+        if (completionAwaited() || ++callsSincePoll >= POLL_EVERY_CALLS) {
+            pollCompletions();
+        }
+        pollFooters();
         deliverEager();
         advertise();
         write();
         returnCredits();
     }
 
+    /**
+     * Whether something this side waits for comes only with a completion, so that the queue is polled on this call:
+     * a send's completion, an advertisement (the peer's, for a large send, or the data asked for by one of this
+     * side's), an eager message without a footer, the
+     * receive queue's room for the peer's next eager messages (their credit is given back only for polled ones),
+     * a full send queue, or a sleep being prepared. The rest of the time (small messages with footers, found in
+     * memory) the queue is polled every {@value #POLL_EVERY_CALLS} calls: a poll is a call into the driver, which
+     * costs more than the footer's read, and it was what a round trip spent most on besides the post (software RoCE,
+     * docs/results/performance.md).
+     */
+    private boolean completionAwaited() {
+        if (pollRequested || ownedWqes > 0 || outCount > 0 || wqeCount > SEND_WQES / 2
+                || eagerTaken - eagerReturned >= CREDIT_BATCH) {
+            return true;
+        }
+        SendReq sending = posting.peek();
+        if (sending != null && sending.src.byteSize() > eagerBytes) {
+            return true; // it needs the peer's advertisement
+        }
+        RecvReq next = awaiting.peek();
+        if (next != null && next.dst.byteSize() > peerFootedBytes) {
+            return true;
+        }
+        long asked = (long) LONG.getVolatile(eager.segment(), creditInAt + ASK_WORD);
+        return asked != askAnswered && eagerTaken > eagerReturned;
+    }
+
     private void pollCompletions() {
+        callsSincePoll = 0;
+        pollRequested = false;
+        footerSincePoll = false;
         int n;
         while ((n = cq.poll(wc)) > 0) {
             for (int i = 0; i < n; i++) {
@@ -369,7 +440,10 @@ public final class VerbsLink extends Link {
                     } else {
                         int imm = wc.immediate(i);
                         if ((imm & EAGER_FLAG) != 0) {
-                            eagerArrived(imm & ~EAGER_FLAG);
+                            // Its footer may have told of it already: eager messages complete in order.
+                            if (++eagerCompleted > eagerArrived) {
+                                eagerArrived(imm & LENGTH_MASK, (imm & FOOTED_FLAG) != 0);
+                            }
                         } else {
                             arrived(imm);
                         }
@@ -454,6 +528,7 @@ public final class VerbsLink extends Link {
         }
         SendReq s = wqeSend[wqeHead];
         if (s != null) {
+            ownedWqes--;
             s.completed += wqeBytes[wqeHead];
             if (s.completed == s.src.byteSize()) {
                 s.markDone();
@@ -598,6 +673,10 @@ public final class VerbsLink extends Link {
             return false;
         }
         int bytes = (int) s.src.byteSize();
+        if (bytes <= footedBytes) {
+            writeFooted(s, slot, bytes);
+            return true;
+        }
         boolean inline = bytes <= inlineBytes;
         int chunk = -1;
         if (inline && s.src.isNative()) {
@@ -625,14 +704,71 @@ public final class VerbsLink extends Link {
         return true;
     }
 
-    /** The peer wrote an eager message of {@code bytes} into our next eager slot. */
-    private void eagerArrived(int bytes) {
-        if (eagerArrived - eagerTaken == EAGER_SLOTS || bytes > eagerBytes) {
-            throw new CollectiveException("rank " + self + ": protocol error on the RDMA link to rank " + peer
-                    + ": an eager message of " + bytes + " bytes with " + (eagerArrived - eagerTaken)
-                    + " of " + EAGER_SLOTS + " slots full");
+    /**
+     * Writes a small eager message and its footer (sequence number and length) in one inline write that ends at the
+     * peer's slot's end, so that the peer finds it by reading the footer's word ({@link #pollFooters}), as well as by
+     * the completion its immediate data makes. The message goes through this side's send slot of the same index,
+     * which the inline post copies from, so the slot is free again at once.
+     */
+    private void writeFooted(SendReq s, int slot, int bytes) {
+        int padded = (bytes + 7) & ~7;
+        long at = (long) (EAGER_SLOTS + slot) * slotBytes;
+        MemorySegment m = eager.segment();
+        MemorySegment.copy(s.src, 0, m, at, bytes);
+        m.set(ValueLayout.JAVA_LONG_UNALIGNED, at + padded, footer(eagerSent + 1, bytes));
+        long remoteEnd = peerSlots + (long) (slot + 1) * peerSlotBytes;
+        wr.wrId(0).opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(EAGER_FLAG | FOOTED_FLAG | bytes)
+                .local(eager, at, padded + FOOTER_BYTES).remote(remoteEnd - padded - FOOTER_BYTES, peerEagerRkey)
+                .signaled(true).inline(true);
+        post(wr, null, bytes, -1);
+        s.offset = bytes;
+        eagerSent++;
+        s.markDone();
+    }
+
+    /**
+     * The footer of the {@code seq}-th eager message (from 1), of {@code bytes}: bit 31 set, so that a cleared word
+     * (0) never matches, whatever the sequence number.
+     */
+    private static long footer(long seq, int bytes) {
+        return (seq << 32) | 0x8000_0000L | bytes;
+    }
+
+    /**
+     * Reads the footer's word of the next eager slot: whether the peer wrote its next message there with a footer.
+     * The adapter writes a message in the order of its bytes, the footer last (one packet, written by the receiving
+     * adapter front to back, the rule Open MPI's eager RDMA and MVAPICH's RDMA fast path also rest on), so a footer
+     * that carries the expected sequence number follows the whole message. One read per progress call; the
+     * completion the same write makes is counted off when polled.
+     */
+    private void pollFooters() {
+        if (peerFootedBytes == 0) {
+            return;
         }
-        eagerLength[(int) (eagerArrived % EAGER_SLOTS)] = bytes;
+        while (eagerArrived - eagerTaken < EAGER_SLOTS) {
+            long word = (long) LONG.getAcquire(eager.segment(), footerAt((int) (eagerArrived % EAGER_SLOTS)));
+            if ((int) (word >>> 32) != (int) (eagerArrived + 1) || (word & 0x8000_0000L) == 0) {
+                return;
+            }
+            footerSincePoll = true;
+            eagerArrived((int) (word & LENGTH_MASK), true);
+        }
+    }
+
+    private long footerAt(int slot) {
+        return (long) (slot + 1) * slotBytes - FOOTER_BYTES;
+    }
+
+    /** The peer wrote an eager message of {@code bytes} into our next eager slot (ending in a footer when footed). */
+    private void eagerArrived(int bytes, boolean footed) {
+        if (eagerArrived - eagerTaken == EAGER_SLOTS || bytes > eagerBytes || (footed && bytes > peerFootedBytes)) {
+            throw new CollectiveException("rank " + self + ": protocol error on the RDMA link to rank " + peer
+                    + ": an eager message of " + bytes + " bytes" + (footed ? " with a footer" : "") + " with "
+                    + (eagerArrived - eagerTaken) + " of " + EAGER_SLOTS + " slots full");
+        }
+        int slot = (int) (eagerArrived % EAGER_SLOTS);
+        eagerLength[slot] = bytes;
+        eagerFooted[slot] = footed;
         eagerArrived++;
         deliverEager();
     }
@@ -640,10 +776,18 @@ public final class VerbsLink extends Link {
     /**
      * Completes waiting receives from the eager slots not taken yet, oldest first. Sends stay in order, so
      * when an eager message arrives every earlier message has completed its receive: the oldest waiting
-     * receive is this message's (one that is too large for it is reported as mismatched).
+     * receive is this message's (one that is too large for it is reported as mismatched). A message found by
+     * its footer may be ahead of the completion that ends an earlier, advertised message (written before it, so
+     * that completion is in the queue already): before an eager message meets a receive too large for one, the
+     * queue is polled.
      */
     private void deliverEager() {
-        while (eagerArrived > eagerTaken && !awaiting.isEmpty()) {
+        RecvReq r;
+        while (eagerArrived > eagerTaken && (r = awaiting.peek()) != null) {
+            if (footerSincePoll && r.dst.byteSize() > eagerBytes) {
+                pollCompletions(); // may complete r, and deliver eager messages itself
+                continue;
+            }
             takeEager(awaiting.poll());
         }
     }
@@ -656,11 +800,16 @@ public final class VerbsLink extends Link {
             throw new CollectiveException("rank " + peer + " sent " + bytes + " bytes but rank " + self
                     + " expects " + r.dst.byteSize() + " (mismatched counts or types across ranks)");
         }
-        long from = (long) slot * slotBytes;
+        boolean footed = eagerFooted[slot];
+        long from = (long) slot * slotBytes + (footed ? slotBytes - FOOTER_BYTES - ((bytes + 7) & ~7) : 0);
         if (r.op == null) {
             MemorySegment.copy(eager.segment(), from, r.dst, 0, bytes);
         } else {
             r.fold(0, eager.segment(), from, bytes / r.type.byteSize());
+        }
+        if (footed) {
+            // Before the slot's credit goes back: the footer of a later message without one must not match.
+            eager.segment().set(ValueLayout.JAVA_LONG_UNALIGNED, footerAt(slot), 0L);
         }
         eagerTaken++;
         r.offset = bytes;
@@ -685,7 +834,9 @@ public final class VerbsLink extends Link {
      * batch, not per message), and at once when the peer has asked since the last answer.
      */
     private void returnCredits() {
-        long owed = eagerTaken - eagerReturned;
+        // A slot whose completion is not polled yet still holds a receive work request of the queue: not given back.
+        long taken = Math.min(eagerTaken, eagerCompleted);
+        long owed = taken - eagerReturned;
         if (owed == 0 || wqeCount == SEND_WQES) {
             return;
         }
@@ -696,8 +847,8 @@ public final class VerbsLink extends Link {
             }
             askAnswered = asked;
         }
-        writeWord(0, eagerTaken);
-        eagerReturned = eagerTaken;
+        writeWord(0, taken);
+        eagerReturned = taken;
     }
 
     /**
@@ -717,6 +868,9 @@ public final class VerbsLink extends Link {
         wqeBytes[slot] = bytes;
         wqeChunk[slot] = chunk;
         wqeCount++;
+        if (owner != null) {
+            ownedWqes++;
+        }
         qp.postSend(request);
     }
 
@@ -783,6 +937,7 @@ public final class VerbsLink extends Link {
 
     /** Asks for an event on the domain's completion channel at this link's next completion (none once released). */
     void requestNotification() {
+        pollRequested = true;
         cq.requestNotification();
     }
 
