@@ -173,8 +173,10 @@ public final class Settings {
             "256",
             "eager messages, advertisements and credit words up to this many bytes (at most 1024) are copied into the "
                     + "work request when posted (IBV_SEND_INLINE) instead of being read by the adapter from registered "
-                    + "memory, and an eager send completes when posted; capped by what the device grants (0: never; "
-                    + "a device that refuses the size gets none, with a warning)");
+                    + "memory, and an eager send completes when posted; eager messages that fit inline with an 8-byte "
+                    + "footer (248 bytes by default) carry one, which the receiver finds by reading memory instead of "
+                    + "polling its completion queue; capped by what the device grants (0: never; a device that refuses "
+                    + "the size gets none, with a warning)");
 
     private Settings() {
     }
