@@ -98,6 +98,8 @@ public final class VerbsLink extends Link {
     private static final int LENGTH_MASK = 0x3FFF_FFFF;
     /** The footer after a small eager message: its sequence number (high half) and length, with bit 31 set. */
     private static final int FOOTER_BYTES = 8;
+    /** Bit 31 of a footer: set in every footer, so that a cleared word (0) never matches. */
+    private static final long FOOTER_MARK = 0x8000_0000L;
     /** Progress calls between two polls of the completion queue while nothing awaited needs a completion. */
     static final int POLL_EVERY_CALLS = 16;
     private static final int SEQ_MASK = 0x7FFF_FFFF;
@@ -716,9 +718,9 @@ public final class VerbsLink extends Link {
         MemorySegment m = eager.segment();
         MemorySegment.copy(s.src, 0, m, at, bytes);
         m.set(ValueLayout.JAVA_LONG_UNALIGNED, at + padded, footer(eagerSent + 1, bytes));
-        long remoteEnd = peerSlots + (long) (slot + 1) * peerSlotBytes;
+        long remoteStart = footedStart(peerSlots + (long) (slot + 1) * peerSlotBytes, bytes);
         wr.wrId(0).opcode(Opcode.RDMA_WRITE_WITH_IMM).immediate(EAGER_FLAG | FOOTED_FLAG | bytes)
-                .local(eager, at, padded + FOOTER_BYTES).remote(remoteEnd - padded - FOOTER_BYTES, peerEagerRkey)
+                .local(eager, at, padded + FOOTER_BYTES).remote(remoteStart, peerEagerRkey)
                 .signaled(true).inline(true);
         post(wr, null, bytes, -1);
         s.offset = bytes;
@@ -726,12 +728,17 @@ public final class VerbsLink extends Link {
         s.markDone();
     }
 
-    /**
-     * The footer of the {@code seq}-th eager message (from 1), of {@code bytes}: bit 31 set, so that a cleared word
-     * (0) never matches, whatever the sequence number.
-     */
+    /** The footer of the {@code seq}-th eager message (from 1), of {@code bytes}. */
     private static long footer(long seq, int bytes) {
-        return (seq << 32) | 0x8000_0000L | bytes;
+        return (seq << 32) | FOOTER_MARK | bytes;
+    }
+
+    /**
+     * Where a message of {@code bytes} with a footer starts in a slot that ends at {@code slotEnd} (the writer's
+     * address in the peer's slot, or the reader's offset in its own): the message, padded to 8 bytes, then the footer.
+     */
+    private static long footedStart(long slotEnd, int bytes) {
+        return slotEnd - FOOTER_BYTES - ((bytes + 7) & ~7);
     }
 
     /**
@@ -747,7 +754,7 @@ public final class VerbsLink extends Link {
         }
         while (eagerArrived - eagerTaken < EAGER_SLOTS) {
             long word = (long) LONG.getAcquire(eager.segment(), footerAt((int) (eagerArrived % EAGER_SLOTS)));
-            if ((int) (word >>> 32) != (int) (eagerArrived + 1) || (word & 0x8000_0000L) == 0) {
+            if ((int) (word >>> 32) != (int) (eagerArrived + 1) || (word & FOOTER_MARK) == 0) {
                 return;
             }
             footerSincePoll = true;
@@ -801,7 +808,7 @@ public final class VerbsLink extends Link {
                     + " expects " + r.dst.byteSize() + " (mismatched counts or types across ranks)");
         }
         boolean footed = eagerFooted[slot];
-        long from = (long) slot * slotBytes + (footed ? slotBytes - FOOTER_BYTES - ((bytes + 7) & ~7) : 0);
+        long from = footed ? footedStart((long) (slot + 1) * slotBytes, bytes) : (long) slot * slotBytes;
         if (r.op == null) {
             MemorySegment.copy(eager.segment(), from, r.dst, 0, bytes);
         } else {
