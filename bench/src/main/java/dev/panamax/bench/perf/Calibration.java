@@ -42,6 +42,14 @@ final class Calibration {
     private static final long GAMMA_MAX_BYTES = 8L << 20;
     /** The largest size the JIT warm-up's ping-pongs cycle over, as the sweep's first warm-up. */
     private static final long JIT_WARMUP_MAX_BYTES = 64 << 10;
+    /**
+     * Calls per timed loop in the JIT warm-up: the loops that time the series run there too, so that the JIT compiles
+     * them with their loop profiled. With one ping-pong per call, the first call of many (the {@code -w} warm-up)
+     * took a branch of the median, then computed in the same method, that the compiled code had never seen, which
+     * threw it out, and the timed ping-pongs ran in the interpreter while the JIT compiled them again (a JIT log in
+     * the RDMA VM; docs/results/performance.md).
+     */
+    private static final int JIT_WARMUP_ROW_CALLS = 16;
     private static final int[] KS = {1, 2, 4};
     /** The wait counts reported per ping-pong end ({@link #bothEnds}). */
     private static final int WAIT_COLUMNS = 7;
@@ -49,14 +57,17 @@ final class Calibration {
     private final Communicator comm;
     private final PerfConfig config;
     private final PrintStream out;
+    /** Rank 0's notes (a JIT that did not go quiet); may be null elsewhere. */
+    private final PrintStream err;
     /** Whether to report the ping-pongs' wait counts ({@code --waits}). */
     private final boolean waits;
 
-    /** {@code out} is rank 0's printer, null on the other ranks. */
-    Calibration(Communicator comm, PerfConfig config, PrintStream out, boolean waits) {
+    /** {@code out} and {@code err} are rank 0's printers, null on the other ranks. */
+    Calibration(Communicator comm, PerfConfig config, PrintStream out, PrintStream err, boolean waits) {
         this.comm = comm;
         this.config = config;
         this.out = out;
+        this.err = err;
         this.waits = waits;
     }
 
@@ -102,17 +113,19 @@ final class Calibration {
             if (small.isEmpty()) {
                 small = List.of(8L);
             }
+            long[] row = new long[JIT_WARMUP_ROW_CALLS];
             for (int peer : peers) {
                 int reps = jit / Math.max(1, peers.length);
-                for (int i = 0; i < reps; i++) {
-                    pingPong(a, b, small.get(i % small.size()), peer, 1);
+                for (int i = 0; i < reps; i += row.length) {
+                    pingPong(a, b, small.get(i / row.length % small.size()), peer, row);
                 }
             }
-            for (int i = 0; i < jit; i++) {
-                comm.allReduce(a, b, 2, DataType.FLOAT32, ReduceOp.SUM);
+            for (int i = 0; i < jit; i += row.length) {
+                timeAllReduces(a, b, 2, row);
             }
             if (jit > 0) {
-                JitActivity.awaitQuiet(comm, stat); // as the sweep: a compiler thread at work takes a rank's CPU
+                // as the sweep: a compiler thread at work takes a rank's CPU
+                JitActivity.awaitQuiet(comm, stat, config.jitQuietMaxNanos(), err);
             }
             comm.barrier();
 
@@ -122,10 +135,12 @@ final class Calibration {
             MemorySegment waitStat = buffer(arena, 2L * WAIT_COLUMNS * Double.BYTES);
             for (int k = 0; k < peers.length; k++) {
                 for (int s = 0; s < sizes.size(); s++) {
-                    pingPong(a, b, sizes.get(s), peers[k], config.warmup());
+                    pingPong(a, b, sizes.get(s), peers[k], new long[config.warmup()]);
                     comm.barrier();
+                    long[] laps = new long[config.iters()];
                     WaitCounts before = WaitCounts.read(bean);
-                    pp[k][s] = pingPong(a, b, sizes.get(s), peers[k], config.iters());
+                    // half a round trip; 0 on ranks that take no part
+                    pp[k][s] = pingPong(a, b, sizes.get(s), peers[k], laps) ? median(laps) / 1e9 / 2 : 0;
                     WaitCounts after = WaitCounts.read(bean);
                     if (waits) {
                         ppWaits[k][s] = bothEnds(waitStat, peers[k], before, after);
@@ -159,19 +174,20 @@ final class Calibration {
     }
 
     /**
-     * Seconds per one-way trip, the median over {@code reps} round trips in which rank 0 sends
-     * {@code bytes} to {@code peer} and gets them back (at rank 0; 0 elsewhere). One clock reading per round trip, each
-     * lap the time between two of them, as perftest's {@code ib_send_lat} times its iterations: where a clock read
-     * is costly (a virtual machine's HPET clock source: about 1 us), a second reading would add its cost to every lap.
+     * Round trips in which rank 0 sends {@code bytes} to {@code peer} and gets them back, one per element of {@code
+     * laps}, which gets each round trip's nanoseconds; whether this rank took part (rank 0 and {@code peer} do). One
+     * clock reading per round trip, each lap the time between two of them, as perftest's {@code ib_send_lat} times its
+     * iterations: where a clock read is costly (a virtual machine's HPET clock source: about 1 us), a second reading
+     * would add its cost to every lap. The median is the caller's, outside this loop, whose compiled code it would
+     * otherwise share.
      */
-    private double pingPong(MemorySegment a, MemorySegment b, long bytes, int peer, int reps) {
+    private boolean pingPong(MemorySegment a, MemorySegment b, long bytes, int peer, long[] laps) {
         int rank = comm.rank();
-        if ((rank != 0 && rank != peer) || reps == 0) {
-            return 0;
+        if (rank != 0 && rank != peer) {
+            return false;
         }
-        long[] laps = new long[reps];
         long t0 = System.nanoTime();
-        for (int i = 0; i < reps; i++) {
+        for (int i = 0; i < laps.length; i++) {
             if (rank == 0) {
                 comm.send(a, bytes, DataType.UINT8, peer);
                 comm.recv(b, bytes, DataType.UINT8, peer);
@@ -183,7 +199,7 @@ final class Calibration {
             laps[i] = t1 - t0;
             t0 = t1;
         }
-        return median(laps) / 1e9 / 2;
+        return true;
     }
 
     /**
@@ -212,17 +228,20 @@ final class Calibration {
 
     /** Seconds per ring all-reduce of {@code count} floats: each rank's median iteration, the slowest rank's. */
     private double allReduce(MemorySegment a, MemorySegment b, MemorySegment stat, long count) {
-        for (int i = 0; i < config.warmup(); i++) {
-            comm.allReduce(a, b, count, DataType.FLOAT32, ReduceOp.SUM);
-        }
+        timeAllReduces(a, b, count, new long[config.warmup()]);
         comm.barrier();
         long[] laps = new long[config.iters()];
+        timeAllReduces(a, b, count, laps);
+        return slowest(stat, median(laps) / 1e9);
+    }
+
+    /** Ring all-reduces of {@code count} floats, one per element of {@code laps}, which gets each one's nanoseconds. */
+    private void timeAllReduces(MemorySegment a, MemorySegment b, long count, long[] laps) {
         for (int i = 0; i < laps.length; i++) {
             long t0 = System.nanoTime();
             comm.allReduce(a, b, count, DataType.FLOAT32, ReduceOp.SUM);
             laps[i] = System.nanoTime() - t0;
         }
-        return slowest(stat, median(laps) / 1e9);
     }
 
     /** The median (the mean of the middle two for an even length); sorts {@code v}. */

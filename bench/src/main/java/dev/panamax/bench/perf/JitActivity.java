@@ -5,6 +5,7 @@ import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 
 import java.io.IOException;
+import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.management.CompilationMXBean;
@@ -12,6 +13,7 @@ import java.lang.management.ManagementFactory;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Locale;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -27,32 +29,41 @@ final class JitActivity {
 
     /** How long no rank's JIT may have worked for {@link #awaitQuiet} to return. */
     static final long QUIET_MILLIS = 200;
-    /** The longest {@link #awaitQuiet} waits. */
-    static final long QUIET_MAX_MILLIS = 10_000;
 
     private JitActivity() {
     }
 
     /**
-     * Waits until no rank's JIT has worked for {@link #QUIET_MILLIS} (at most {@link #QUIET_MAX_MILLIS}): a
-     * warm-up leaves compilations queued, and on a host with few CPUs a compiler thread still at work takes a rank's
-     * CPU for a scheduler tick at a time (4 ms, in a scheduler trace of the first rows), while its peers wait for that
-     * rank. Every rank of {@code comm} calls it and takes part in each round's decision; {@code scratch} holds one
-     * int64.
+     * Waits until no rank's JIT has worked for {@link #QUIET_MILLIS}, at most {@code maxNanos} ({@code
+     * --jit-quiet-max}): a warm-up leaves compilations queued, and on a host with few CPUs a compiler thread still at
+     * work takes a rank's CPU for a scheduler tick at a time (4 ms, in a scheduler trace of the first rows), while its
+     * peers wait for that rank. Every rank of {@code comm} calls it and takes part in each round's decision, so all
+     * return the same; {@code scratch} holds one int64. Where the JIT is still at work when the time is up, rank 0
+     * says so on {@code err} (when not null): the rows that follow may measure it (an emulated CPU compiles for
+     * minutes).
+     *
+     * @return whether every rank's JIT went quiet in time
      */
-    static void awaitQuiet(Communicator comm, MemorySegment scratch) {
-        long deadline = System.nanoTime() + QUIET_MAX_MILLIS * 1_000_000L;
+    static boolean awaitQuiet(Communicator comm, MemorySegment scratch, long maxNanos, PrintStream err) {
+        long start = System.nanoTime();
         long last = sample();
         while (true) {
             LockSupport.parkNanos(QUIET_MILLIS * 1_000_000L);
             long now = sample();
             // 0: quiet here; 1: the JIT worked since the last round; 2: out of time (the maximum across ranks decides)
-            long state = System.nanoTime() - deadline > 0 ? 2 : now != last ? 1 : 0;
+            long state = System.nanoTime() - start >= maxNanos ? 2 : now != last ? 1 : 0;
             last = now;
             scratch.set(ValueLayout.JAVA_LONG, 0, state);
             comm.allReduce(scratch, 1, DataType.INT64, ReduceOp.MAX);
-            if (scratch.get(ValueLayout.JAVA_LONG, 0) != 1) {
-                return;
+            long decided = scratch.get(ValueLayout.JAVA_LONG, 0);
+            if (decided == 2 && comm.rank() == 0 && err != null) {
+                err.printf(Locale.ROOT, "panamax-perf: the JIT of a rank was still at work after %.1f s of waiting for "
+                        + "it to go quiet; the rows that follow may measure its compiling (a longer --jit-quiet-max "
+                        + "waits longer)%n", (System.nanoTime() - start) / 1e9);
+                err.flush();
+            }
+            if (decided != 1) {
+                return decided == 0;
             }
         }
     }

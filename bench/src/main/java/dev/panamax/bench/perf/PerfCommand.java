@@ -154,6 +154,11 @@ public final class PerfCommand implements Callable<Integer> {
             description = "iterations per size up to 64 KiB before the sweep, for the JIT (default: ${DEFAULT-VALUE})")
     int jitWarmup;
 
+    @Option(names = "--jit-quiet-max", paramLabel = "SECONDS", defaultValue = "10",
+            description = "the longest wait after each JIT warm-up for every rank's JIT to go quiet; where the JIT is "
+                    + "still at work then, a line on stderr says so (default: ${DEFAULT-VALUE})")
+    double jitQuietMaxSeconds;
+
     @Option(names = "--user-buffers", description =
             "plain Arena buffers instead of the communicator's shared-memory allocator")
     boolean userBuffers;
@@ -254,6 +259,9 @@ public final class PerfCommand implements Callable<Integer> {
         if (jitWarmup < 0) {
             throw new IllegalArgumentException("--jit-warmup must not be negative, got " + jitWarmup);
         }
+        if (!(jitQuietMaxSeconds >= 0) || jitQuietMaxSeconds > 3600) {
+            throw new IllegalArgumentException("--jit-quiet-max takes 0 to 3600 seconds, got " + jitQuietMaxSeconds);
+        }
         if (check != 0 && check != 1) {
             throw new IllegalArgumentException("-c takes 0 or 1, got " + check);
         }
@@ -318,7 +326,7 @@ public final class PerfCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--straggle must not be negative, got " + straggleMicros);
         }
         config = new PerfConfig(c, type, reduceOp, root, sizes, iters, warmup, check == 1, userBuffers, jitWarmup, algs,
-                topology, wireType, preMulSum, straggleMicros * 1000);
+                topology, wireType, preMulSum, straggleMicros * 1000, (long) (jitQuietMaxSeconds * 1e9));
     }
 
     /**

@@ -27,11 +27,14 @@ import java.util.Locale;
  *                    average; {@code op} is AVG for the check)
  * @param straggleNanos {@code --straggle}: how late the last rank comes to every measured call (it sleeps this
  *                    long before the call), 0 for never
+ * @param jitQuietMaxNanos {@code --jit-quiet-max}: the longest wait, after each JIT warm-up, for every rank's JIT to
+ *                    go quiet
  */
 public record PerfConfig(PerfCollective collective, DataType type, ReduceOp op, int root, List<Long> sizes, int iters,
         int warmup,
                          boolean check, boolean userBuffers, int jitWarmup, List<String> algorithms, String topology,
-                         DataType wireType, boolean preMulSum, long straggleNanos) {
+                         DataType wireType, boolean preMulSum, long straggleNanos,
+                         long jitQuietMaxNanos) {
 
     public PerfConfig {
         sizes = List.copyOf(sizes);

@@ -108,9 +108,11 @@ final class PerfLauncher {
             Thread t = new Thread(() -> {
                 try {
                     if (cmd.calibrate) {
-                        new Calibration(comm, config, rank == 0 ? out : null, cmd.waits).run(cmd.transport);
+                        new Calibration(comm, config, rank == 0 ? out : null, rank == 0 ? err : null, cmd.waits)
+                                .run(cmd.transport);
                     } else {
-                        results.set(rank, new PerfRunner(comm, config).run(rank == 0 ? report::printRow : null));
+                        PerfRunner runner = new PerfRunner(comm, config, null, rank == 0 ? err : null);
+                        results.set(rank, runner.run(rank == 0 ? report::printRow : null));
                     }
                 } catch (Throwable e) {
                     if (failure.compareAndSet(null, e)) {
@@ -166,7 +168,7 @@ final class PerfLauncher {
         }
         try (Communicator comm = builder.connect()) {
             if (cmd.calibrate) {
-                new Calibration(comm, config, comm.rank() == 0 ? out : null, cmd.waits).run(cmd.transport);
+                new Calibration(comm, config, comm.rank() == 0 ? out : null, err, cmd.waits).run(cmd.transport);
                 return 0;
             }
             DeviceTarget device = cmd.backend == null ? null : DeviceTarget.open(comm, config, cmd.transport,
@@ -179,7 +181,7 @@ final class PerfLauncher {
                 }
             }
             // the runner closes the device target (collective) when the sweep ends
-            List<Row> rows = new PerfRunner(comm, config, device).run(comm.rank() == 0 ? report::printRow : null);
+            List<Row> rows = new PerfRunner(comm, config, device, err).run(comm.rank() == 0 ? report::printRow : null);
             if (comm.rank() != 0) {
                 return PerfReport.wrongTotal(rows) > 0 ? PerfMain.EXIT_WRONG : 0;
             }

@@ -231,6 +231,7 @@ final class PerfReport {
         options.put("warmupIters", cmd.warmup);
         options.put("check", cmd.check == 1);
         options.put("jitWarmup", cmd.jitWarmup);
+        options.put("jitQuietMaxSeconds", cmd.jitQuietMaxSeconds);
 
         Map<String, Object> doc = new LinkedHashMap<>();
         doc.put("tool", "panamax-perf");

@@ -9,6 +9,7 @@ import dev.panamax.memory.DataType;
 import dev.panamax.memory.ReduceOp;
 import org.HdrHistogram.Histogram;
 
+import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -61,23 +62,25 @@ public final class PerfRunner {
     private final Communicator comm;
     private final PerfConfig config;
     private final Target target;
+    private final PrintStream err;
     private final Histogram histogram = new Histogram(3);
     /** This rank's communicator's JMX bean, for the {@code --waits} columns; null when JMX is off. */
     private ObjectName waitBean;
 
     /** Measures the collective on host buffers of {@code comm}. */
     public PerfRunner(Communicator comm, PerfConfig config) {
-        this(comm, config, null);
+        this(comm, config, null, System.err);
     }
 
     /**
      * Measures the collective on {@code target} (null: host buffers of {@code comm}), with {@code comm}
-     * for the barriers and the statistics.
+     * for the barriers and the statistics; {@code err} gets rank 0's notes (a JIT that did not go quiet).
      */
-    PerfRunner(Communicator comm, PerfConfig config, Target target) {
+    PerfRunner(Communicator comm, PerfConfig config, Target target, PrintStream err) {
         this.comm = comm;
         this.config = config;
         this.target = target;
+        this.err = err;
     }
 
     /**
@@ -321,7 +324,7 @@ public final class PerfRunner {
      * in step before its timed calls.
      */
     private void awaitQuietJitThenSettle(Buffers b, CheckData check, long bytes) {
-        JitActivity.awaitQuiet(b.statsComm, b.wrongs);
+        JitActivity.awaitQuiet(b.statsComm, b.wrongs, config.jitQuietMaxNanos(), err);
         comm.barrier();
         cycle(b, check, List.of(bytes), Math.min(SETTLE_CALLS, config.jitWarmup()));
     }

@@ -177,6 +177,21 @@ class PerfAlgorithmsTest {
     }
 
     @Test
+    void aJitStillAtWorkWhenTheWaitForItEndsIsSaid() {
+        // With no time to wait, the first round of every wait ends it out of time, whatever the JIT does.
+        String note = "panamax-perf: the JIT of a rank was still at work after";
+        Result cal = run("--calibrate", "-t", "local", "-np", "2", "-b", "8", "-e", "64", "-f", "8", "-n", "3", "-w",
+                "1", "--jit-warmup", "10", "--jit-quiet-max", "0");
+        assertEquals(0, cal.status(), cal.out() + cal.err());
+        assertEquals(1, cal.err().lines().filter(l -> l.startsWith(note)).count(), cal.err());
+        // the sweep waits before its small rows and again before its first row above 64 KiB
+        Result sweep = run("allreduce", "-t", "local", "-np", "2", "-b", "8", "-e", "128K", "-f", "128", "-n", "2",
+                "-w", "1", "--jit-warmup", "10", "--jit-quiet-max", "0");
+        assertEquals(0, sweep.status(), sweep.out() + sweep.err());
+        assertEquals(2, sweep.err().lines().filter(l -> l.startsWith(note)).count(), sweep.err());
+    }
+
+    @Test
     void calibrationWithWaitsReportsBothEndsOfEachPingPong() {
         Result r = run("--calibrate", "--waits", "-t", "local", "-np", "3", "-b", "8", "-e", "512", "-f", "8", "-n",
                 "20", "-w", "2", "--jit-warmup", "10");

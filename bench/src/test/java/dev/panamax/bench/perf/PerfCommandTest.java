@@ -69,6 +69,8 @@ class PerfCommandTest {
         assertTrue(parse("allreduce", "--explain").explain);
         assertEquals(0, parse("allreduce").config().straggleNanos());
         assertEquals(5_000_000, parse("allreduce", "--straggle", "5000").config().straggleNanos());
+        assertEquals(10_000_000_000L, parse("allreduce").config().jitQuietMaxNanos());
+        assertEquals(90_500_000_000L, parse("allreduce", "--jit-quiet-max", "90.5").config().jitQuietMaxNanos());
         assertEquals(List.of("auto", "ring"),
                 parse("allreduce", "--algorithm", "auto", "-a", "ring").config().algorithms());
         // --calibrate needs no collective and sweeps 8 B .. 64 MiB unless told otherwise
@@ -108,6 +110,8 @@ class PerfCommandTest {
         assertThrows(IllegalArgumentException.class, () -> parse("broadcast", "-np", "2", "-r", "2"));
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--timeout", "0"));
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--straggle", "-1"));
+        assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--jit-quiet-max", "-1"));
+        assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "--jit-quiet-max", "NaN"));
         assertThrows(IllegalArgumentException.class, () -> parse());
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-np", "4", "--topology", "3x2"));
         assertThrows(IllegalArgumentException.class, () -> parse("allreduce", "-np", "4", "--topology", "2y2"));
