@@ -57,12 +57,12 @@ final class Calibration {
     private final Communicator comm;
     private final PerfConfig config;
     private final PrintStream out;
-    /** Rank 0's notes (a JIT that did not go quiet); may be null elsewhere. */
+    /** Where rank 0 says that a JIT did not go quiet. */
     private final PrintStream err;
     /** Whether to report the ping-pongs' wait counts ({@code --waits}). */
     private final boolean waits;
 
-    /** {@code out} and {@code err} are rank 0's printers, null on the other ranks. */
+    /** {@code out} is rank 0's printer, null on the other ranks. */
     Calibration(Communicator comm, PerfConfig config, PrintStream out, PrintStream err, boolean waits) {
         this.comm = comm;
         this.config = config;

@@ -38,13 +38,10 @@ final class JitActivity {
      * --jit-quiet-max}): a warm-up leaves compilations queued, and on a host with few CPUs a compiler thread still at
      * work takes a rank's CPU for a scheduler tick at a time (4 ms, in a scheduler trace of the first rows), while its
      * peers wait for that rank. Every rank of {@code comm} calls it and takes part in each round's decision, so all
-     * return the same; {@code scratch} holds one int64. Where the JIT is still at work when the time is up, rank 0
-     * says so on {@code err} (when not null): the rows that follow may measure it (an emulated CPU compiles for
-     * minutes).
-     *
-     * @return whether every rank's JIT went quiet in time
+     * return together; {@code scratch} holds one int64. Where the JIT is still at work when the time is up, rank 0
+     * says so on {@code err}: the rows that follow may measure it (an emulated CPU compiles for minutes).
      */
-    static boolean awaitQuiet(Communicator comm, MemorySegment scratch, long maxNanos, PrintStream err) {
+    static void awaitQuiet(Communicator comm, MemorySegment scratch, long maxNanos, PrintStream err) {
         long start = System.nanoTime();
         long last = sample();
         while (true) {
@@ -56,14 +53,14 @@ final class JitActivity {
             scratch.set(ValueLayout.JAVA_LONG, 0, state);
             comm.allReduce(scratch, 1, DataType.INT64, ReduceOp.MAX);
             long decided = scratch.get(ValueLayout.JAVA_LONG, 0);
-            if (decided == 2 && comm.rank() == 0 && err != null) {
+            if (decided == 2 && comm.rank() == 0) {
                 err.printf(Locale.ROOT, "panamax-perf: the JIT of a rank was still at work after %.1f s of waiting for "
                         + "it to go quiet; the rows that follow may measure its compiling (a longer --jit-quiet-max "
                         + "waits longer)%n", (System.nanoTime() - start) / 1e9);
                 err.flush();
             }
             if (decided != 1) {
-                return decided == 0;
+                return;
             }
         }
     }

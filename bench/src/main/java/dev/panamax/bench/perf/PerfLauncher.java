@@ -108,10 +108,9 @@ final class PerfLauncher {
             Thread t = new Thread(() -> {
                 try {
                     if (cmd.calibrate) {
-                        new Calibration(comm, config, rank == 0 ? out : null, rank == 0 ? err : null, cmd.waits)
-                                .run(cmd.transport);
+                        new Calibration(comm, config, rank == 0 ? out : null, err, cmd.waits).run(cmd.transport);
                     } else {
-                        PerfRunner runner = new PerfRunner(comm, config, null, rank == 0 ? err : null);
+                        PerfRunner runner = new PerfRunner(comm, config, null, err);
                         results.set(rank, runner.run(rank == 0 ? report::printRow : null));
                     }
                 } catch (Throwable e) {

@@ -74,7 +74,7 @@ public final class PerfRunner {
 
     /**
      * Measures the collective on {@code target} (null: host buffers of {@code comm}), with {@code comm}
-     * for the barriers and the statistics; {@code err} gets rank 0's notes (a JIT that did not go quiet).
+     * for the barriers and the statistics; {@code err} is where rank 0 says that a JIT did not go quiet.
      */
     PerfRunner(Communicator comm, PerfConfig config, Target target, PrintStream err) {
         this.comm = comm;
