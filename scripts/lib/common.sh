@@ -1,5 +1,6 @@
 # Sourced by the other scripts: finds a JDK >= 25 and the repository root.
 # Order: $JAVA_HOME if it is 25 or newer, else the newest JDK >= 25 under /usr/lib/jvm.
+source "$(dirname "${BASH_SOURCE[0]}")/usage.sh"
 
 PANAMAX_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
